@@ -1,0 +1,8 @@
+// elementwise CPU kernels (stub: filled in by the CPU backend work).
+#include "backends/cpu/kernel_registry.h"
+
+namespace kiln::cpu::internal {
+
+void register_elementwise_kernels(KernelMap&) {}
+
+}  // namespace kiln::cpu::internal

@@ -1,0 +1,8 @@
+// linalg CPU kernels (stub: filled in by the CPU backend work).
+#include "backends/cpu/kernel_registry.h"
+
+namespace kiln::cpu::internal {
+
+void register_linalg_kernels(KernelMap&) {}
+
+}  // namespace kiln::cpu::internal

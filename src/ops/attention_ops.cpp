@@ -1,0 +1,8 @@
+// attention op declarations (stub: filled in by the op-table work).
+#include "ops/op_registry.h"
+
+namespace kiln::ops_internal {
+
+void register_attention_ops(OpList&) {}
+
+}  // namespace kiln::ops_internal

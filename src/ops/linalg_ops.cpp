@@ -1,0 +1,8 @@
+// linalg op declarations (stub: filled in by the op-table work).
+#include "ops/op_registry.h"
+
+namespace kiln::ops_internal {
+
+void register_linalg_ops(OpList&) {}
+
+}  // namespace kiln::ops_internal

@@ -1,0 +1,25 @@
+// Internal: how op declaration files add their ops to the table. Each family
+// file defines one register_*_ops function; op_table.cpp calls them in order.
+#pragma once
+
+#include <vector>
+
+#include "ops/op_def.h"
+
+namespace kiln::ops_internal {
+
+using OpList = std::vector<OpDef>;
+
+void register_elementwise_ops(OpList& ops);
+void register_cast_ops(OpList& ops);
+void register_reduction_ops(OpList& ops);
+void register_linalg_ops(OpList& ops);      // matmul, conv2d
+void register_norm_ops(OpList& ops);        // batch_norm, layer_norm, softmax, log_softmax
+void register_pool_ops(OpList& ops);        // max/avg/adaptive-avg pool 2d
+void register_shape_ops(OpList& ops);       // reshape, permute, expand, slice, select, concat, pad, ...
+void register_index_ops(OpList& ops);       // gather, index_select, embedding
+void register_creation_ops(OpList& ops);    // full, arange
+void register_attention_ops(OpList& ops);   // scaled_dot_product_attention
+void register_fused_ops(OpList& ops);       // fused (elementwise group with a body graph)
+
+}  // namespace kiln::ops_internal

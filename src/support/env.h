@@ -1,0 +1,18 @@
+// Every environment variable kiln reads, declared and documented in one place
+// (docs/environment.md lists the same). Read lazily; unset means the default.
+#pragma once
+
+#include <string>
+
+namespace kiln::env {
+
+// KILN_NUM_THREADS: CPU worker threads (default: hardware concurrency).
+int num_threads();
+// KILN_DUMP_IR: "1" or a pass name: print the IR after every pass (or that one) to stderr.
+std::string dump_ir();
+// KILN_VERIFY_PASSES: "1" verifies the graph after every pass (on by default in debug builds and CI).
+bool verify_passes();
+// KILN_LOG_LEVEL: "error" (default), "warn", "info", "debug".
+std::string log_level();
+
+}  // namespace kiln::env
