@@ -46,6 +46,7 @@ struct OpDef {
   std::string name;
   std::vector<std::string> inputs;  // input names, in order
   bool variadic = false;            // takes any number >= 1 of inputs (concat); `inputs` names one
+  int optional_inputs = 0;          // how many trailing `inputs` may be left out (conv2d's bias, sdpa's mask)
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
   uint32_t traits = 0;

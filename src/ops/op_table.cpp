@@ -106,8 +106,10 @@ std::vector<TensorType> infer_types(const OpDef& op, std::span<const TensorType>
   if (op.variadic) {
     KILN_CHECK(!inputs.empty(), "node '", node_name, "' (", op.name, "): needs at least one input");
   } else {
-    KILN_CHECK(inputs.size() == op.inputs.size(), "node '", node_name, "' (", op.name, "): expects ",
-               op.inputs.size(), " inputs, got ", inputs.size());
+    size_t most = op.inputs.size(), least = most - static_cast<size_t>(op.optional_inputs);
+    KILN_CHECK(inputs.size() >= least && inputs.size() <= most, "node '", node_name, "' (", op.name, "): expects ",
+               least == most ? std::to_string(most) : std::to_string(least) + " to " + std::to_string(most),
+               " inputs, got ", inputs.size());
   }
   try {
     return op.infer(inputs, attrs);
