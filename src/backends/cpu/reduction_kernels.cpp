@@ -1,8 +1,163 @@
-// reduction CPU kernels (stub: filled in by the CPU backend work).
+// CPU reference kernels for the reductions: sum, mean, amax, amin, var,
+// argmax, argmin over any set of axes of a strided input. Floating sums,
+// means and variances accumulate in double (var in two passes); integer and
+// bool sums in int64. amax/amin propagate NaN; arg reductions pick the first
+// extreme and treat NaN as the extreme (like torch). Outputs are split over
+// the thread pool when the input is large.
+#include <cmath>
+#include <type_traits>
+
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/elementwise_loop.h"
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/reduce_loop.h"
+#include "ops/broadcast.h"
+#include "ops/op_def.h"
 
 namespace kiln::cpu::internal {
 
-void register_reduction_kernels(KernelMap&) {}
+namespace {
+
+enum class Reduce { sum, mean, amax, amin, var, argmax, argmin };
+
+// Output storage type of reduction R over storage S.
+template <Reduce R, typename S>
+using reduce_out_t = std::conditional_t<R == Reduce::argmax || R == Reduce::argmin, int64_t,
+                                        std::conditional_t<R == Reduce::sum && !is_float_storage<S>, int64_t, S>>;
+
+template <typename C>
+inline bool is_nan(C v) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::isnan(v);
+  } else {
+    return false;
+  }
+}
+
+template <Reduce R, typename S>
+class ReduceKernel final : public CpuKernel {
+ public:
+  ReduceKernel(std::vector<int64_t> axes, double correction) : axes_(std::move(axes)), correction_(correction) {}
+
+  void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+           const CpuContext& ctx) const override {
+    using O = reduce_out_t<R, S>;
+    const TensorView& in = inputs[0];
+    const S* src = in.ptr<const S>();
+    O* dst = outputs[0].ptr<O>();
+    ReduceLayout layout = make_reduce_layout(in.dims, in.strides, axes_);
+    int64_t n_out = numel(layout.kept_dims);
+    auto body = [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> scratch;
+      int64_t j = begin;
+      for_each_offset<1>(layout.kept_dims, {&layout.kept_strides}, begin, end, [&](const std::array<int64_t, 1>& o) {
+        dst[j++] = reduce_one(src, o[0], layout, scratch);
+      });
+    };
+    int64_t total = in.numel();
+    if (total <= kParallelThreshold || n_out <= 1) {
+      if (n_out > 0) body(0, n_out);
+    } else {
+      int64_t grain = std::max<int64_t>(1, kParallelThreshold / 2 / std::max<int64_t>(layout.red_count, 1));
+      ctx.pool.parallel_for(n_out, grain, body);
+    }
+  }
+
+ private:
+  reduce_out_t<R, S> reduce_one(const S* src, int64_t base, const ReduceLayout& l,
+                                std::vector<int64_t>& scratch) const {
+    using O = reduce_out_t<R, S>;
+    using C = compute_t<S>;
+    if constexpr (R == Reduce::sum || R == Reduce::mean) {
+      using A = std::conditional_t<is_float_storage<S>, double, int64_t>;
+      A acc = 0;
+      visit_reduced(l, base, scratch, [&](int64_t off) { acc += static_cast<A>(to_compute<S>(src[off])); });
+      if constexpr (R == Reduce::mean) {
+        return from_compute<O, double>(static_cast<double>(acc) / static_cast<double>(l.red_count));
+      } else {
+        return from_compute<O, A>(acc);
+      }
+    } else if constexpr (R == Reduce::var) {
+      double sum = 0;
+      visit_reduced(l, base, scratch, [&](int64_t off) { sum += static_cast<double>(to_compute<S>(src[off])); });
+      double mean = sum / static_cast<double>(l.red_count);
+      double sq = 0;
+      visit_reduced(l, base, scratch, [&](int64_t off) {
+        double d = static_cast<double>(to_compute<S>(src[off])) - mean;
+        sq += d * d;
+      });
+      double denom = std::max(0.0, static_cast<double>(l.red_count) - correction_);
+      return from_compute<O, double>(sq / denom);
+    } else if constexpr (R == Reduce::amax || R == Reduce::amin) {
+      bool first = true;
+      C best{};
+      visit_reduced(l, base, scratch, [&](int64_t off) {
+        C v = to_compute<S>(src[off]);
+        if (first || is_nan(v) || (!is_nan(best) && (R == Reduce::amax ? v > best : v < best))) best = v;
+        first = false;
+      });
+      if constexpr (std::is_same_v<S, bool>) {
+        return best != 0;
+      } else {
+        return from_compute<O, C>(best);
+      }
+    } else {
+      C best{};
+      int64_t best_index = 0, k = 0;
+      visit_reduced(l, base, scratch, [&](int64_t off) {
+        C v = to_compute<S>(src[off]);
+        bool take = k == 0 || (!is_nan(best) && (is_nan(v) || (R == Reduce::argmax ? v > best : v < best)));
+        if (take) {
+          best = v;
+          best_index = k;
+        }
+        ++k;
+      });
+      return best_index;
+    }
+  }
+
+  std::vector<int64_t> axes_;
+  double correction_;
+};
+
+template <Reduce R>
+std::unique_ptr<CpuKernel> make_reduce(const Node& node, std::string* reason) {
+  const TensorType& x = node.inputs[0]->type;
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  std::vector<int64_t> axes;
+  double correction = 0;
+  if constexpr (R == Reduce::argmax || R == Reduce::argmin) {
+    if (node.attrs.get_bool("flatten"))
+      axes = normalize_axes({}, rank);
+    else
+      axes = {normalize_axis(node.attrs.get_int("dim"), rank)};
+  } else {
+    axes = normalize_axes(node.attrs.get_ints("dims"), rank);
+  }
+  if (rank == 0) axes.clear();
+  if constexpr (R == Reduce::var) correction = node.attrs.get_float("correction");
+  if constexpr (R == Reduce::mean || R == Reduce::var) {
+    if (!is_floating(x.dtype)) {
+      *reason = str_cat("needs a floating-point input, got ", dtype_name(x.dtype));
+      return nullptr;
+    }
+  }
+  return dispatch_dtype(x.dtype, [&]<typename S>() -> std::unique_ptr<CpuKernel> {
+    return std::make_unique<ReduceKernel<R, S>>(axes, correction);
+  });
+}
+
+}  // namespace
+
+void register_reduction_kernels(KernelMap& map) {
+  map.emplace("sum", &make_reduce<Reduce::sum>);
+  map.emplace("mean", &make_reduce<Reduce::mean>);
+  map.emplace("amax", &make_reduce<Reduce::amax>);
+  map.emplace("amin", &make_reduce<Reduce::amin>);
+  map.emplace("var", &make_reduce<Reduce::var>);
+  map.emplace("argmax", &make_reduce<Reduce::argmax>);
+  map.emplace("argmin", &make_reduce<Reduce::argmin>);
+}
 
 }  // namespace kiln::cpu::internal

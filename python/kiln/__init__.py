@@ -1,0 +1,29 @@
+"""kiln: a deep-learning graph compiler and runtime.
+
+Use it as ``torch.compile(model, backend="kiln")`` (registered through torch's
+backend entry point, no import needed), ahead of time with
+``kiln.compile(model, example_inputs)``, or build graphs directly with
+``kiln.Graph``. Importing kiln changes no global torch setting; torch is only
+imported by the functions that need it.
+"""
+
+from kiln._kiln import DType, Error, Graph
+from kiln.executable import compile_graph
+from kiln.options import Options
+
+__all__ = ["DType", "Error", "Graph", "Options", "compile", "compile_graph", "explain"]
+__version__ = "0.1.0"
+
+
+def compile(model, example_inputs, **options):
+    """Compiles ``model`` ahead of time through torch.export; returns a callable."""
+    from kiln.aot import compile_exported
+
+    return compile_exported(model, tuple(example_inputs), Options.from_user(options))
+
+
+def explain(model, *inputs, **options):
+    """Compiles ``model`` with kiln and reports what was lowered and what fell back, op by op."""
+    from kiln.explain import explain_model
+
+    return explain_model(model, inputs, Options.from_user(options))

@@ -1,0 +1,77 @@
+"""torch.compile(model, backend="kiln"): registered through the
+`torch_dynamo_backends` entry point, so no import of kiln is needed.
+
+Dynamo's graph goes through aot_autograd to core ATen for inference, is
+partitioned into kiln regions and PyTorch fallback nodes, and each region is
+compiled into a kiln Executable. Inference only: when autograd would need to
+record the graph (grad enabled and an input requiring grad) kiln warns once
+and runs the graph in eager mode, so training code still works unchanged."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import warnings
+
+import torch
+
+from kiln.options import Options
+
+log = logging.getLogger("kiln")
+
+_GRAD_WARNING = (
+    "kiln compiles inference graphs only: this graph runs with grad enabled and inputs that require grad, "
+    "so it runs in eager PyTorch. Wrap calls in torch.no_grad() or torch.inference_mode() to use kiln."
+)
+
+
+def _is_weight(node, tensor) -> bool:
+    if isinstance(tensor, torch.nn.Parameter):
+        return True
+    grapharg = node.meta.get("grapharg")
+    source = getattr(grapharg, "source", None)
+    name = source.name() if source is not None else node.name
+    return "_buffers" in name or "_parameters" in name or "buffers_" in name or "parameters_" in name
+
+
+def _device_of(example_inputs, options: Options) -> torch.device:
+    if options.device is not None:
+        return torch.device(options.device)
+    for t in example_inputs:
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return torch.device("cpu")
+
+
+def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports=None, **kwargs):
+    """The Dynamo backend. `options` is torch.compile's options dict."""
+    opts = Options.from_user(options, **kwargs)
+    needs_grad = any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
+    if torch.is_grad_enabled() and needs_grad:
+        warnings.warn(_GRAD_WARNING, stacklevel=2)
+        return gm.forward
+
+    from torch._decomp import core_aten_decompositions
+    from torch._dynamo.backends.common import aot_autograd
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    weight_flags = [_is_weight(n, t) for n, t in zip(placeholders, example_inputs)]
+    device = _device_of(example_inputs, opts)
+    compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports)
+    return aot_autograd(fw_compiler=compiler, decompositions=core_aten_decompositions())(gm, example_inputs)
+
+
+def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, device, options, reports):
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from kiln.compile_fx import compile_fx_graph
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    # aot_autograd keeps Dynamo's inputs in order (the GraphModule owns no parameters).
+    weights = {n.name for n, w in zip(placeholders, weight_flags) if w}
+    compiled, report = compile_fx_graph(gm, weights, device, options)
+    if reports is not None:
+        reports.append(report)
+    if options.verbose:
+        log.warning("%s", report)
+    return make_boxed_func(compiled)

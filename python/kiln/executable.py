@@ -1,0 +1,56 @@
+"""compile_graph: kiln Graph -> Executable (passes, memory plan, kernels).
+
+The Executable takes tensors through DLPack (torch tensors, NumPy arrays):
+weights are bound by pointer and must outlive the executable's use of them
+(this wrapper keeps a reference), inputs are read in place, and outputs are
+written into buffers the caller passes or that __call__ allocates."""
+
+from __future__ import annotations
+
+from kiln import _kiln
+
+
+class Executable:
+    def __init__(self, native):
+        self._native = native
+        self._weights = {}  # key -> the bound array/tensor, kept alive
+
+    def bind_weight(self, key: str, tensor) -> None:
+        self._native.bind_weight(key, tensor)
+        self._weights[key] = tensor
+
+    def run(self, inputs, outputs) -> None:
+        """Runs with `inputs` (DLPack tensors) writing into `outputs` (contiguous, preallocated)."""
+        self._native.run(list(inputs), list(outputs))
+
+    def __call__(self, *inputs):
+        """Convenience for NumPy: allocates the outputs as NumPy arrays and returns them."""
+        import numpy as np
+
+        outputs = [np.empty(shape, dtype=_NUMPY.get(dtype, dtype)) for dtype, shape, _ in self.output_types()]
+        self.run(inputs, outputs)
+        return outputs
+
+    def input_types(self):
+        return self._native.input_types()
+
+    def output_types(self):
+        return self._native.output_types()
+
+    def weight_keys(self):
+        return self._native.weight_keys()
+
+    def arena_bytes(self) -> int:
+        return self._native.arena_bytes()
+
+    def describe(self) -> str:
+        return self._native.describe()
+
+
+_NUMPY = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32", "i16": "int16",
+          "i8": "int8", "u8": "uint8", "bool": "bool"}
+
+
+def compile_graph(graph: _kiln.Graph, device: str = "cpu", optimize: bool = True) -> Executable:
+    """Compiles `graph` for `device` ("cpu", or "cuda[:N]" where the CUDA backend is built)."""
+    return Executable(_kiln.compile(graph, device, optimize))

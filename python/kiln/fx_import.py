@@ -1,0 +1,128 @@
+"""FX (core ATen) graph -> kiln Graph. Thin on purpose: walk the nodes, pass
+each ATen call's arguments by schema name to the C++ builder, and check that
+kiln's inferred types agree with torch's. No op semantics live here."""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx as fx
+
+from kiln._kiln import Error, Graph
+from kiln.torch_types import TORCH_TO_KILN, aten_name, kiln_dtype_name
+
+
+class ImportFailure(Exception):
+    """A node kiln cannot take: `node` is the FX node, `reason` says why."""
+
+    def __init__(self, node: fx.Node, reason: str):
+        super().__init__(f"{node.name}: {reason}")
+        self.node = node
+        self.reason = reason
+
+
+def tensor_meta(node: fx.Node):
+    val = node.meta.get("val")
+    return val if isinstance(val, torch.Tensor) else None
+
+
+def _type_of(node: fx.Node):
+    val = tensor_meta(node)
+    if val is None:
+        raise ImportFailure(node, "has no tensor metadata")
+    name = kiln_dtype_name(val.dtype)
+    if name is None:
+        raise ImportFailure(node, f"dtype {val.dtype} is not supported by kiln")
+    return name, [int(s) for s in val.shape], [int(s) for s in val.stride()]
+
+
+def _convert_arg(value, env, node: fx.Node):
+    if isinstance(value, fx.Node):
+        got = env[value]
+        if got is None:
+            raise ImportFailure(node, f"uses {value.name}, which kiln does not produce")
+        return got
+    if isinstance(value, (list, tuple)):
+        return [_convert_arg(v, env, node) for v in value]
+    if isinstance(value, torch.dtype):
+        if value not in TORCH_TO_KILN:
+            raise ImportFailure(node, f"dtype {value} is not supported by kiln")
+        return TORCH_TO_KILN[value]
+    if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ImportFailure(node, f"argument of type {type(value).__name__} is not supported")
+
+
+def schema_args(node: fx.Node, env) -> dict:
+    """The node's arguments by schema name (defaults filled in), fx nodes replaced by kiln values."""
+    schema = node.target._schema
+    out = {}
+    for i, arg in enumerate(schema.arguments):
+        if i < len(node.args) and not arg.kwarg_only:
+            value = node.args[i]
+        elif arg.name in node.kwargs:
+            value = node.kwargs[arg.name]
+        elif arg.has_default_value():
+            value = arg.default_value
+        else:
+            value = None
+        out[arg.name] = _convert_arg(value, env, node)
+    return out
+
+
+def _check_types(node: fx.Node, outs) -> None:
+    val = node.meta.get("val")
+    vals = list(val) if isinstance(val, (list, tuple)) else [val]
+    for kiln_value, torch_value in zip(outs, vals):
+        if kiln_value is None or not isinstance(torch_value, torch.Tensor):
+            continue
+        want = (kiln_dtype_name(torch_value.dtype), [int(s) for s in torch_value.shape])
+        got = (kiln_value.dtype, list(kiln_value.shape))
+        if want != got:
+            raise ImportFailure(node, f"kiln infers {got[0]}{got[1]} but torch gives {want[0]}{want[1]}")
+
+
+def import_graph(gm: fx.GraphModule, weights: set[str]) -> Graph:
+    """Builds a kiln Graph from `gm`; placeholders named in `weights` become
+    weights (bound by pointer), the others inputs. Raises ImportFailure."""
+    g = Graph()
+    env: dict[fx.Node, object] = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            dtype, shape, strides = _type_of(node)
+            if node.name in weights:
+                env[node] = g.weight(node.name, dtype, shape, strides, key=node.name)
+            else:
+                env[node] = g.input(node.name, dtype, shape, strides)
+        elif node.op == "call_function" and node.target is operator.getitem:
+            source, index = node.args
+            got = env[source]
+            env[node] = got[index] if isinstance(got, list) else None
+            if env[node] is None:
+                raise ImportFailure(node, f"output {index} of {source.name} is not produced by kiln")
+        elif node.op == "call_function":
+            target = aten_name(node.target)
+            if target is None:
+                raise ImportFailure(node, f"{node.target} is not an ATen op")
+            try:
+                outs = g.aten(target, schema_args(node, env), node.name)
+            except Error as e:
+                raise ImportFailure(node, str(e)) from None
+            _check_types(node, outs)
+            single = len(node.target._schema.returns) == 1
+            env[node] = outs[0] if single else outs
+        elif node.op == "output":
+            results = node.args[0]
+            results = list(results) if isinstance(results, (list, tuple)) else [results]
+            values = []
+            for r in results:
+                if not isinstance(r, fx.Node) or env.get(r) is None or isinstance(env[r], list):
+                    raise ImportFailure(node, f"output {r} is not a kiln tensor")
+                values.append(env[r])
+            g.set_outputs(values)
+        else:
+            raise ImportFailure(node, f"FX node kind '{node.op}' is not supported")
+    return g

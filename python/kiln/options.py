@@ -1,0 +1,40 @@
+"""Compile options: one validated record; unknown names raise an error listing the valid ones."""
+
+from __future__ import annotations
+
+import dataclasses
+
+_PRECISIONS = ("keep", "fp16", "bf16")
+_FOLDS = ("auto", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    device: str | None = None  # "cpu", "cuda" or None: where the example inputs live
+    precision: str = "keep"  # "keep", "fp16", "bf16": run floating-point math in this precision
+    cuda_graphs: bool = True  # replay whole executables as CUDA graphs (CUDA backend)
+    fold: str = "auto"  # "auto": fold weight-only expressions where that pays; "none": never
+    verbose: bool = False  # log the explain report and memory stages
+
+    @classmethod
+    def from_user(cls, options=None, **more) -> "Options":
+        merged = dict(options or {})
+        merged.update(more)
+        valid = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(merged) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown kiln option(s) {', '.join(map(repr, unknown))}; valid options: {', '.join(valid)}")
+        opts = cls(**merged)
+        opts._validate()
+        return opts
+
+    def _validate(self) -> None:
+        if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise ValueError(f"kiln option device={self.device!r}: expected 'cpu', 'cuda', 'cuda:N' or None")
+        if self.precision not in _PRECISIONS:
+            raise ValueError(f"kiln option precision={self.precision!r}: expected one of {', '.join(_PRECISIONS)}")
+        if self.fold not in _FOLDS:
+            raise ValueError(f"kiln option fold={self.fold!r}: expected one of {', '.join(_FOLDS)}")
+        for flag in ("cuda_graphs", "verbose"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"kiln option {flag}={getattr(self, flag)!r}: expected True or False")

@@ -1,0 +1,134 @@
+"""Partition an ATen FX graph into kiln regions and PyTorch fallback nodes.
+
+Nodes kiln can take (an ATen adapter exists, tensors on the target device in
+supported dtypes) are grouped by torch's capability-based partitioner into
+regions; each region is imported into a kiln Graph. A node whose import fails
+is marked as a fallback with the reason and the partition is redone, so the
+final graph always runs, and every decision is recorded for kiln.explain."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+import torch
+import torch.fx as fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from kiln import _kiln
+from kiln.fx_import import ImportFailure, import_graph
+from kiln.torch_types import aten_name, kiln_dtype_name
+
+
+@dataclasses.dataclass
+class NodeDecision:
+    node: str
+    target: str
+    lowered: bool
+    reason: str = ""
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+
+
+def static_reason(node: fx.Node, device_type: str) -> str | None:
+    """Why kiln cannot take `node` without trying to import it; None if it may."""
+    if node.op != "call_function":
+        return f"FX node kind '{node.op}'"
+    if node.target is operator.getitem:
+        return None
+    target = aten_name(node.target)
+    if target is None:
+        return f"{getattr(node.target, '__name__', node.target)} is not an ATen op"
+    if not _kiln.has_aten(target):
+        return f"no kiln lowering for {target}"
+    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+    for t in _tensors(vals):
+        if t.device.type != device_type:
+            return f"tensor on {t.device}, region device is {device_type}"
+        if kiln_dtype_name(t.dtype) is None:
+            return f"dtype {t.dtype} is not supported"
+    return None
+
+
+class _Support(OperatorSupportBase):
+    def __init__(self, device_type: str, rejected: dict[str, str]):
+        self.device_type = device_type
+        self.rejected = rejected
+
+    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+        if node.name in self.rejected:
+            return False
+        if node.op == "call_function" and node.target is operator.getitem:
+            source = node.args[0]
+            return isinstance(source, fx.Node) and self.is_node_supported(submodules, source)
+        return static_reason(node, self.device_type) is None
+
+
+def _copy_module(gm: fx.GraphModule) -> fx.GraphModule:
+    graph = fx.Graph()
+    out = graph.graph_copy(gm.graph, {})
+    graph.output(out)
+    return fx.GraphModule(gm, graph)
+
+
+@dataclasses.dataclass
+class Partitioned:
+    module: fx.GraphModule  # regions replaced by call_module nodes
+    regions: dict[str, tuple[_kiln.Graph, list[fx.Node]]]  # submodule name -> kiln graph, outer arg nodes
+    decisions: list[NodeDecision]
+
+
+def partition(gm: fx.GraphModule, weights: set[str], device_type: str) -> Partitioned:
+    """`weights` names the placeholders (and get_attr nodes) of `gm` that are weights."""
+    rejected: dict[str, str] = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is not operator.getitem:
+            reason = static_reason(node, device_type)
+            if reason is not None:
+                rejected[node.name] = reason
+    for _ in range(len(gm.graph.nodes) + 1):
+        work = _copy_module(gm)
+        partitioner = CapabilityBasedPartitioner(
+            work, _Support(device_type, rejected), allows_single_node_partition=True
+        )
+        fused = partitioner.fuse_partitions(partitioner.propose_partitions())
+        try:
+            regions = _import_regions(fused, weights)
+        except ImportFailure as failure:
+            rejected[failure.node.name] = failure.reason
+            continue
+        return Partitioned(fused, regions, _decisions(gm, rejected))
+    raise RuntimeError("kiln: partitioning did not converge")
+
+
+def _import_regions(fused: fx.GraphModule, weights: set[str]):
+    regions = {}
+    for node in fused.graph.nodes:
+        if node.op != "call_module" or not node.target.startswith("fused_"):
+            continue
+        sub = getattr(fused, node.target)
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        region_weights = set()
+        for ph, arg in zip(placeholders, node.args):
+            ph.meta["val"] = arg.meta.get("val")
+            if arg.name in weights or arg.op == "get_attr":
+                region_weights.add(ph.name)
+        regions[node.target] = (import_graph(sub, region_weights), list(node.args))
+    return regions
+
+
+def _decisions(gm: fx.GraphModule, rejected: dict[str, str]) -> list[NodeDecision]:
+    out = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        target = aten_name(node.target) or str(node.target)
+        out.append(NodeDecision(node.name, target, node.name not in rejected, rejected.get(node.name, "")))
+    return out

@@ -1,0 +1,53 @@
+"""A compiled kiln region as a torch module: binds weights by pointer (and
+re-binds only when a parameter's storage moved), passes activations through
+DLPack, and allocates outputs as torch tensors that kiln writes into."""
+
+from __future__ import annotations
+
+import torch
+
+from kiln.executable import Executable
+from kiln.torch_types import KILN_TO_TORCH
+
+
+class KilnRegion(torch.nn.Module):
+    def __init__(self, exe: Executable, arg_is_weight: list[bool], weight_keys: list[str | None], device: torch.device):
+        super().__init__()
+        self.exe = exe
+        self.device = device
+        self.arg_is_weight = arg_is_weight
+        self.weight_keys = weight_keys
+        self.bound_ptrs: list[int | None] = [None] * len(arg_is_weight)
+        # Holds every bound weight so its storage lives as long as kiln reads it.
+        self.bound_tensors: list[torch.Tensor | None] = [None] * len(arg_is_weight)
+        self.input_types = exe.input_types()
+        self.output_specs = [
+            (tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in exe.output_types()
+        ]
+
+    def bind(self, index: int, tensor: torch.Tensor) -> None:
+        self.exe.bind_weight(self.weight_keys[index], tensor.detach())
+        self.bound_ptrs[index] = tensor.data_ptr()
+        self.bound_tensors[index] = tensor
+
+    def forward(self, *args):
+        inputs = []
+        for i, (arg, is_weight) in enumerate(zip(args, self.arg_is_weight)):
+            if is_weight:
+                if arg.data_ptr() != self.bound_ptrs[i] or arg is not self.bound_tensors[i]:
+                    self.bind(i, arg)
+            else:
+                inputs.append(self._as_expected(arg, len(inputs)))
+        outputs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
+        self.exe.run(inputs, outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _as_expected(self, t: torch.Tensor, index: int) -> torch.Tensor:
+        _, shape, strides = self.input_types[index]
+        t = t.detach()
+        if list(t.stride()) != list(strides) and list(t.shape) == list(shape) and t.numel() > 1:
+            # Same values in the layout the executable was planned for (an activation, never a weight).
+            fixed = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
+            fixed.copy_(t)
+            return fixed
+        return t

@@ -1,0 +1,62 @@
+"""What kiln did with a model: per graph, each ATen node lowered or left to
+PyTorch (with the reason), the kiln regions and their op counts."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+
+@dataclasses.dataclass
+class GraphReport:
+    decisions: list  # partition.NodeDecision, in graph order
+    regions: list  # (region name, {kiln op: count}, arena bytes)
+    compile_seconds: float
+
+    @property
+    def lowered(self):
+        return [d for d in self.decisions if d.lowered]
+
+    @property
+    def fallbacks(self):
+        return [d for d in self.decisions if not d.lowered]
+
+    def __str__(self) -> str:
+        lines = [
+            f"kiln graph: {len(self.lowered)} ATen nodes lowered, {len(self.fallbacks)} fell back, "
+            f"{len(self.regions)} region(s), compiled in {self.compile_seconds * 1000:.0f} ms"
+        ]
+        for name, counts, arena in self.regions:
+            ops = ", ".join(f"{op}×{n}" for op, n in sorted(counts.items()))
+            lines.append(f"  region {name}: arena {arena} bytes; {ops}")
+        for d in self.fallbacks:
+            lines.append(f"  fallback {d.node} ({d.target}): {d.reason}")
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class Report:
+    """kiln.explain's result: one GraphReport per compiled graph (graph breaks give several)."""
+
+    graphs: list[GraphReport]
+
+    @property
+    def lowered(self):
+        return [d for g in self.graphs for d in g.lowered]
+
+    @property
+    def fallbacks(self):
+        return [d for g in self.graphs for d in g.fallbacks]
+
+    def lowered_ops(self) -> Counter:
+        return Counter(d.target for d in self.lowered)
+
+    def fallback_ops(self) -> Counter:
+        return Counter(d.target for d in self.fallbacks)
+
+    def __str__(self) -> str:
+        head = (
+            f"kiln: {len(self.graphs)} graph(s), {len(self.lowered)} ATen nodes lowered, "
+            f"{len(self.fallbacks)} fell back to PyTorch"
+        )
+        return "\n".join([head] + [str(g) for g in self.graphs])

@@ -1,0 +1,114 @@
+// Strided copies and fills by element size (see data_copy.h). Axes are
+// coalesced first so that permuted-but-dense and contiguous layouts run as
+// few long rows; a fully contiguous pair becomes memcpy.
+#include "backends/cpu/data_copy.h"
+
+#include <cstring>
+
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/strided_loop.h"
+#include "support/error.h"
+
+namespace kiln::cpu::internal {
+
+namespace {
+
+// A fixed-size byte blob: moved with one load and one store.
+template <size_t N>
+struct Bytes {
+  uint8_t b[N];
+};
+
+template <typename Fn>
+decltype(auto) dispatch_size(size_t elem_size, Fn&& fn) {
+  switch (elem_size) {
+    case 1: return fn.template operator()<Bytes<1>>();
+    case 2: return fn.template operator()<Bytes<2>>();
+    case 4: return fn.template operator()<Bytes<4>>();
+    case 8: return fn.template operator()<Bytes<8>>();
+    default: fail(ErrorKind::runtime, "unsupported element size ", elem_size);
+  }
+}
+
+// Drops size-1 axes and merges neighbours that are contiguous in both operands.
+void coalesce(Dims& dims, Dims& a, Dims& b) {
+  Dims d2, a2, b2;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    if (!d2.empty() && a2.back() == a[i] * dims[i] && b2.back() == b[i] * dims[i]) {
+      d2.back() *= dims[i];
+      a2.back() = a[i];
+      b2.back() = b[i];
+      continue;
+    }
+    d2.push_back(dims[i]);
+    a2.push_back(a[i]);
+    b2.push_back(b[i]);
+  }
+  dims = std::move(d2);
+  a = std::move(a2);
+  b = std::move(b2);
+}
+
+}  // namespace
+
+void copy_range(const Dims& dims, const void* src, const Dims& src_strides, void* dst, const Dims& dst_strides,
+                size_t elem_size, int64_t begin, int64_t end) {
+  dispatch_size(elem_size, [&]<typename T>() {
+    const T* s = static_cast<const T*>(src);
+    T* d = static_cast<T*>(dst);
+    for_each_offset<2>(dims, {&src_strides, &dst_strides}, begin, end,
+                       [&](const std::array<int64_t, 2>& o) { d[o[1]] = s[o[0]]; });
+  });
+}
+
+void strided_copy(ThreadPool& pool, const Dims& dims_in, const void* src, const Dims& src_strides_in, void* dst,
+                  const Dims& dst_strides_in, size_t elem_size) {
+  const int64_t n = numel(dims_in);
+  if (n == 0) return;
+  Dims dims = dims_in, ss = src_strides_in, ds = dst_strides_in;
+  coalesce(dims, ss, ds);
+  if (dims.empty() || (dims.size() == 1 && ss[0] == 1 && ds[0] == 1)) {
+    const auto* s = static_cast<const uint8_t*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    pool.parallel_for(n, kCopyGrain * 4, [&](int64_t b, int64_t e) {
+      std::memcpy(d + b * elem_size, s + b * elem_size, static_cast<size_t>(e - b) * elem_size);
+    });
+    return;
+  }
+  pool.parallel_for(n, kCopyGrain, [&](int64_t b, int64_t e) { copy_range(dims, src, ss, dst, ds, elem_size, b, e); });
+}
+
+void strided_fill(ThreadPool& pool, const Dims& dims_in, void* dst, const Dims& dst_strides_in, const void* value,
+                  size_t elem_size) {
+  const int64_t n = numel(dims_in);
+  if (n == 0) return;
+  Dims dims = dims_in, ds = dst_strides_in, unused = dst_strides_in;
+  coalesce(dims, ds, unused);
+  dispatch_size(elem_size, [&]<typename T>() {
+    T v;
+    std::memcpy(&v, value, sizeof(T));
+    T* d = static_cast<T*>(dst);
+    if (dims.empty() || (dims.size() == 1 && ds[0] == 1)) {
+      pool.parallel_for(n, kCopyGrain * 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) d[i] = v;
+      });
+      return;
+    }
+    pool.parallel_for(n, kCopyGrain, [&](int64_t b, int64_t e) {
+      for_each_offset<1>(dims, {&ds}, b, e, [&](const std::array<int64_t, 1>& o) { d[o[0]] = v; });
+    });
+  });
+}
+
+std::array<uint8_t, 8> scalar_bytes(double v, DType dtype) {
+  std::array<uint8_t, 8> out{};
+  dispatch_dtype(dtype, [&]<typename T>() {
+    T x = convert_scalar<T>(v);
+    static_assert(sizeof(T) <= 8);
+    std::memcpy(out.data(), &x, sizeof(T));
+  });
+  return out;
+}
+
+}  // namespace kiln::cpu::internal

@@ -1,0 +1,181 @@
+// The strided GEMM front end (see gemm.h): layout classification onto BLAS
+// transpose flags, f16/bf16 panels through sgemm, and the integer loop.
+#include "backends/cpu/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/dtype_dispatch.h"
+#include "support/error.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+std::atomic<int64_t> g_operand_copies{0};
+
+// How BLAS reads one operand of `rows` x `cols`: row-major (NoTrans) or
+// column-major (Trans) with leading dimension `ld`, or not at all.
+struct BlasLayout {
+  bool ok = false;
+  bool transposed = false;
+  int64_t ld = 0;
+};
+
+BlasLayout classify(const MatrixRef& m, int64_t rows, int64_t cols) {
+  // Dims of size 1 may carry any stride.
+  if (cols == 1 || m.col_stride == 1) {
+    int64_t ld = rows == 1 ? std::max<int64_t>(cols, 1) : m.row_stride;
+    if (ld >= std::max<int64_t>(cols, 1)) return {true, false, ld};
+  }
+  if (rows == 1 || m.row_stride == 1) {
+    int64_t ld = cols == 1 ? std::max<int64_t>(rows, 1) : m.col_stride;
+    if (ld >= std::max<int64_t>(rows, 1)) return {true, true, ld};
+  }
+  return {};
+}
+
+void check_blas_int(int64_t v, const char* what) {
+  KILN_CHECK_KIND(unsupported, v <= INT_MAX, "gemm: ", what, " ", v, " exceeds the BLAS integer range");
+}
+
+template <typename T>
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+               T* c, int64_t ldc, bool accumulate) {
+  for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v, "size");
+  auto ta_flag = ta ? CblasTrans : CblasNoTrans;
+  auto tb_flag = tb ? CblasTrans : CblasNoTrans;
+  T beta = accumulate ? T(1) : T(0);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta_flag, tb_flag, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c,
+                int(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta_flag, tb_flag, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c,
+                int(ldc));
+  }
+}
+
+// f32/f64: operands go to BLAS as they are when a transpose flag can express them.
+template <typename T>
+void gemm_native(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, T* c, int64_t ldc, bool accumulate,
+                 ThreadPool& pool) {
+  std::vector<T> a_copy, b_copy;
+  auto prepare = [&](MatrixRef& ref, int64_t rows, int64_t cols, std::vector<T>& copy) {
+    BlasLayout layout = classify(ref, rows, cols);
+    if (layout.ok) return layout;
+    g_operand_copies.fetch_add(1, std::memory_order_relaxed);
+    copy.resize(static_cast<size_t>(rows * cols));
+    const T* src = static_cast<const T*>(ref.data);
+    pool.parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t col = 0; col < cols; ++col)
+          copy[static_cast<size_t>(r * cols + col)] = src[r * ref.row_stride + col * ref.col_stride];
+    });
+    ref = MatrixRef{copy.data(), cols, 1};
+    return BlasLayout{true, false, std::max<int64_t>(cols, 1)};
+  };
+  BlasLayout la = prepare(a, m, k, a_copy);
+  BlasLayout lb = prepare(b, k, n, b_copy);
+  blas_gemm<T>(la.transposed, lb.transposed, m, n, k, static_cast<const T*>(a.data), la.ld,
+               static_cast<const T*>(b.data), lb.ld, c, ldc, accumulate);
+}
+
+// f16/bf16: panels of A (rows) and B (columns) converted to f32, one sgemm per
+// pair, C rounded once. Scratch stays within a few panels of kPanelElems.
+template <typename T>
+void gemm_reduced(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, T* c, int64_t ldc, bool accumulate,
+                  ThreadPool& pool) {
+  constexpr int64_t kPanelElems = int64_t{1} << 21;
+  const int64_t mb = std::clamp<int64_t>(kPanelElems / std::max<int64_t>(k, 1), 1, m);
+  const int64_t nb = std::clamp<int64_t>(kPanelElems / std::max<int64_t>(k, 1), 1, n);
+  std::vector<float> a_panel(static_cast<size_t>(mb * k)), b_panel(static_cast<size_t>(k * nb)),
+      c_panel(static_cast<size_t>(mb * nb));
+  const T* pa = static_cast<const T*>(a.data);
+  const T* pb = static_cast<const T*>(b.data);
+  const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(k, 1));
+  for (int64_t i0 = 0; i0 < m; i0 += mb) {
+    const int64_t rows = std::min(mb, m - i0);
+    pool.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t p = 0; p < k; ++p)
+          a_panel[static_cast<size_t>(r * k + p)] =
+              static_cast<float>(pa[(i0 + r) * a.row_stride + p * a.col_stride]);
+    });
+    for (int64_t j0 = 0; j0 < n; j0 += nb) {
+      const int64_t cols = std::min(nb, n - j0);
+      pool.parallel_for(k, std::max<int64_t>(1, 8192 / cols), [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p)
+          for (int64_t j = 0; j < cols; ++j)
+            b_panel[static_cast<size_t>(p * cols + j)] =
+                static_cast<float>(pb[p * b.row_stride + (j0 + j) * b.col_stride]);
+      });
+      if (accumulate)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < cols; ++j)
+            c_panel[static_cast<size_t>(r * cols + j)] = static_cast<float>(c[(i0 + r) * ldc + j0 + j]);
+      blas_gemm<float>(false, false, rows, cols, k, a_panel.data(), std::max<int64_t>(k, 1), b_panel.data(),
+                       std::max<int64_t>(cols, 1), c_panel.data(), std::max<int64_t>(cols, 1), accumulate);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) c[(i0 + r) * ldc + j0 + j] = T(c_panel[static_cast<size_t>(r * cols + j)]);
+    }
+  }
+}
+
+// Integers: int64 accumulation; the final narrowing wraps like torch's own loop.
+template <typename T>
+void gemm_integer(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, T* c, int64_t ldc, bool accumulate,
+                  ThreadPool& pool) {
+  const T* pa = static_cast<const T*>(a.data);
+  const T* pb = static_cast<const T*>(b.data);
+  pool.parallel_for(m, std::max<int64_t>(1, 4096 / std::max<int64_t>(n * k, 1)), [&](int64_t r0, int64_t r1) {
+    std::vector<uint64_t> acc(static_cast<size_t>(n));
+    for (int64_t r = r0; r < r1; ++r) {
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t p = 0; p < k; ++p) {
+        uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(pa[r * a.row_stride + p * a.col_stride]));
+        const T* brow = pb + p * b.row_stride;
+        for (int64_t j = 0; j < n; ++j)
+          acc[static_cast<size_t>(j)] += x * static_cast<uint64_t>(static_cast<int64_t>(brow[j * b.col_stride]));
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        uint64_t v = acc[static_cast<size_t>(j)];
+        if (accumulate) v += static_cast<uint64_t>(static_cast<int64_t>(c[r * ldc + j]));
+        c[r * ldc + j] = static_cast<T>(v);  // modular narrowing
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void gemm(DType dtype, int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, void* c, int64_t ldc,
+          bool accumulate, ThreadPool& pool) {
+  KILN_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm: negative size ", m, "x", k, " @ ", k, "x", n);
+  KILN_CHECK(dtype != DType::boolean, "gemm: bool is not supported");
+  if (m == 0 || n == 0) return;
+  dispatch_dtype(dtype, [&]<typename T>() {
+    T* out = static_cast<T*>(c);
+    if (k == 0) {
+      if (!accumulate)
+        for (int64_t r = 0; r < m; ++r) std::fill(out + r * ldc, out + r * ldc + n, from_compute<T>(0));
+      return;
+    }
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      gemm_native<T>(m, n, k, a, b, out, ldc, accumulate, pool);
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      gemm_reduced<T>(m, n, k, a, b, out, ldc, accumulate, pool);
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      gemm_integer<T>(m, n, k, a, b, out, ldc, accumulate, pool);
+    }
+  });
+}
+
+int64_t gemm_operand_copies() { return g_operand_copies.load(std::memory_order_relaxed); }
+
+}  // namespace kiln::cpu

@@ -1,0 +1,103 @@
+// ATen adapters for elementwise ops: arithmetic with alpha, comparisons,
+// unary math, clamps, where, casts and identities.
+#include "builder/aten_call.h"
+
+namespace kiln::aten_internal {
+
+namespace {
+
+std::vector<Value*> one(Value* v) { return {v}; }
+
+// self <op> other, with torch's `alpha` scaling of `other` where the overload has it.
+AtenAdapter binary(const char* op, bool has_alpha = false, bool reversed = false) {
+  return [op, has_alpha, reversed](AtenCall& c) {
+    Operand self = c.operand("self"), other = c.operand("other");
+    if (has_alpha && c.has("alpha") && c.number("alpha") != 1.0) {
+      DType t = c.b.result_type({self, other});
+      other = c.b.elementwise("mul", {other, c.b.scalar(c.number("alpha"), t)});
+    }
+    return one(reversed ? c.b.elementwise(op, {other, self}) : c.b.elementwise(op, {self, other}));
+  };
+}
+
+AtenAdapter unary(const char* op) {
+  return [op](AtenCall& c) { return one(c.b.elementwise(op, {c.operand("self")})); };
+}
+
+// clamp(self, min, max) where either bound may be absent.
+std::vector<Value*> clamp(AtenCall& c, const char* lo_name, const char* hi_name) {
+  Operand self = c.operand("self");
+  bool lo = c.has(lo_name), hi = c.has(hi_name);
+  if (!lo && !hi) c.unsupported("clamp needs min or max");
+  std::vector<Operand> all{self};
+  if (lo) all.push_back(c.operand(lo_name));
+  if (hi) all.push_back(c.operand(hi_name));
+  DType t = c.b.result_type(all);
+  Value* x = c.b.to_value(self, t);
+  if (lo && hi) return one(c.b.elementwise("clamp", {x, c.b.to_value(c.operand(lo_name), t), c.b.to_value(c.operand(hi_name), t)}));
+  if (lo) return one(c.b.elementwise("maximum", {x, c.b.to_value(c.operand(lo_name), t)}));
+  return one(c.b.elementwise("minimum", {x, c.b.to_value(c.operand(hi_name), t)}));
+}
+
+}  // namespace
+
+void register_elementwise_adapters(AdapterMap& m) {
+  for (const char* o : {"add", "sub"}) {
+    m[std::string("aten.") + o + ".Tensor"] = binary(o, true);
+    m[std::string("aten.") + o + ".Scalar"] = binary(o, true);
+  }
+  m["aten.rsub.Scalar"] = binary("sub", true, true);
+  m["aten.rsub.Tensor"] = binary("sub", true, true);
+  for (const char* o : {"mul", "div"}) {
+    m[std::string("aten.") + o + ".Tensor"] = binary(o);
+    m[std::string("aten.") + o + ".Scalar"] = binary(o);
+  }
+  m["aten.div.Tensor_mode"] = [](AtenCall& c) {
+    if (c.has("rounding_mode")) c.unsupported("rounding_mode '" + c.string_or("rounding_mode", "") + "' is not supported");
+    return one(c.b.elementwise("div", {c.operand("self"), c.operand("other")}));
+  };
+  for (const char* o : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    m[std::string("aten.") + o + ".Tensor"] = binary(o);
+    m[std::string("aten.") + o + ".Scalar"] = binary(o);
+  }
+  m["aten.maximum.default"] = binary("maximum");
+  m["aten.minimum.default"] = binary("minimum");
+  m["aten.logical_and.default"] = binary("logical_and");
+  m["aten.logical_or.default"] = binary("logical_or");
+  m["aten.logical_not.default"] = unary("logical_not");
+  m["aten.pow.Tensor_Scalar"] = [](AtenCall& c) {
+    return one(c.b.elementwise("pow", {c.operand("self"), c.operand("exponent")}));
+  };
+  m["aten.pow.Tensor_Tensor"] = m["aten.pow.Tensor_Scalar"];
+  m["aten.pow.Scalar"] = m["aten.pow.Tensor_Scalar"];
+  for (const char* o : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid",
+                        "relu", "silu", "erf"})
+    m[std::string("aten.") + o + ".default"] = unary(o);
+  m["aten.gelu.default"] = [](AtenCall& c) {
+    std::string approx = c.string_or("approximate", "none");
+    if (approx != "none" && approx != "tanh") c.unsupported("gelu approximate='" + approx + "'");
+    return one(c.b.elementwise(approx == "tanh" ? "gelu_tanh" : "gelu", {c.operand("self")}));
+  };
+  m["aten.clamp.default"] = [](AtenCall& c) { return clamp(c, "min", "max"); };
+  m["aten.clamp.Tensor"] = m["aten.clamp.default"];
+  m["aten.clamp_min.default"] = [](AtenCall& c) { return clamp(c, "min", ""); };
+  m["aten.clamp_max.default"] = [](AtenCall& c) { return clamp(c, "", "max"); };
+  m["aten.hardtanh.default"] = [](AtenCall& c) { return clamp(c, "min_val", "max_val"); };
+  m["aten.where.self"] = [](AtenCall& c) {
+    return one(c.b.elementwise("where", {c.operand("condition"), c.operand("self"), c.operand("other")}));
+  };
+  m["aten._to_copy.default"] = [](AtenCall& c) {
+    Value* self = c.tensor("self");
+    // Device moves never reach here: the partitioner keeps nodes whose tensors
+    // change device in PyTorch.
+    if (c.flag_or("pin_memory", false)) c.unsupported("_to_copy with pin_memory");
+    DType t = c.dtype("dtype").value_or(self->type.dtype);
+    Value* out = c.b.cast(self, t);
+    return one(out == self ? c.b.op1("contiguous", {self}) : out);
+  };
+  m["aten.clone.default"] = [](AtenCall& c) { return one(c.b.op1("contiguous", {c.tensor("self")})); };
+  for (const char* o : {"aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default"})
+    m[o] = [](AtenCall& c) { return one(c.tensor("self")); };
+}
+
+}  // namespace kiln::aten_internal

@@ -1,0 +1,68 @@
+// ATen adapters for reductions.
+#include "builder/aten_call.h"
+
+namespace kiln::aten_internal {
+
+namespace {
+
+std::vector<Value*> one(Value* v) { return {v}; }
+
+// sum/mean/amax/amin/var over `dim` (None or [] = every axis) with keepdim and an optional dtype.
+AtenAdapter reduce(const char* op) {
+  return [op](AtenCall& c) {
+    Value* x = c.tensor("self");
+    if (auto t = c.dtype("dtype")) x = c.b.cast(x, *t);
+    std::string name = op;
+    if ((name == "mean" || name == "var") && !is_floating(x->type.dtype)) c.unsupported(name + " of an integer tensor");
+    Attrs a;
+    a.set("dims", c.ints_or("dim", {}));
+    a.set("keepdim", c.flag_or("keepdim", false));
+    if (name == "var") a.set("correction", c.number_or("correction", 1.0));
+    return one(c.b.op1(op, {x}, std::move(a)));
+  };
+}
+
+// argmax/argmin(self, dim=None, keepdim).
+AtenAdapter arg_reduce(const char* op) {
+  return [op](AtenCall& c) {
+    Attrs a;
+    a.set("flatten", !c.has("dim"));
+    a.set("dim", c.int_or("dim", 0));
+    a.set("keepdim", c.flag_or("keepdim", false));
+    return one(c.b.op1(op, {c.tensor("self")}, std::move(a)));
+  };
+}
+
+// max.dim/min.dim: (values, indices).
+AtenAdapter value_and_index(const char* value_op, const char* index_op) {
+  return [value_op, index_op](AtenCall& c) {
+    Value* x = c.tensor("self");
+    int64_t dim = c.int_("dim");
+    bool keepdim = c.flag_or("keepdim", false);
+    Attrs v;
+    v.set("dims", std::vector<int64_t>{dim});
+    v.set("keepdim", keepdim);
+    Attrs i;
+    i.set("dim", dim);
+    i.set("keepdim", keepdim);
+    return std::vector<Value*>{c.b.op1(value_op, {x}, std::move(v)), c.b.op1(index_op, {x}, std::move(i))};
+  };
+}
+
+}  // namespace
+
+void register_reduction_adapters(AdapterMap& m) {
+  m["aten.sum.dim_IntList"] = reduce("sum");
+  m["aten.sum.default"] = reduce("sum");
+  m["aten.mean.dim"] = reduce("mean");
+  m["aten.mean.default"] = reduce("mean");
+  m["aten.amax.default"] = reduce("amax");
+  m["aten.amin.default"] = reduce("amin");
+  m["aten.var.correction"] = reduce("var");
+  m["aten.argmax.default"] = arg_reduce("argmax");
+  m["aten.argmin.default"] = arg_reduce("argmin");
+  m["aten.max.dim"] = value_and_index("amax", "argmax");
+  m["aten.min.dim"] = value_and_index("amin", "argmin");
+}
+
+}  // namespace kiln::aten_internal

@@ -1,0 +1,163 @@
+// ATen adapters for views, copies, indexing and creation ops.
+#include <limits>
+
+#include "builder/aten_call.h"
+
+namespace kiln::aten_internal {
+
+namespace {
+
+std::vector<Value*> one(Value* v) { return {v}; }
+
+Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {
+  Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
+Value* slice(GraphBuilder& b, Value* x, int64_t dim, int64_t start, int64_t end, int64_t step = 1) {
+  return b.op1("slice", {x}, attrs({{"dim", dim}, {"start", start}, {"end", end}, {"step", step}}));
+}
+
+// The dtype aten.full/arange use when none is given: bool, int64 or float32 by the Python values.
+DType default_dtype(const std::vector<Operand>& values) {
+  bool any_float = false, all_bool = !values.empty();
+  for (const Operand& v : values) {
+    any_float = any_float || std::holds_alternative<double>(v);
+    all_bool = all_bool && std::holds_alternative<bool>(v);
+  }
+  return any_float ? DType::f32 : all_bool ? DType::boolean : DType::i64;
+}
+
+double as_double(const Operand& o) {
+  if (const auto* d = std::get_if<double>(&o)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&o)) return static_cast<double>(*i);
+  if (const auto* f = std::get_if<bool>(&o)) return *f ? 1.0 : 0.0;
+  return 0.0;
+}
+
+std::vector<Value*> split(AtenCall& c, const std::vector<int64_t>& sizes, int64_t dim) {
+  Value* x = c.tensor("self");
+  int64_t rank = static_cast<int64_t>(x->type.rank());
+  if (dim < 0) dim += rank;
+  std::vector<Value*> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(c.b, x, dim, start, start + s));
+    start += s;
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_shape_adapters(AdapterMap& m) {
+  for (const char* t : {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"})
+    m[t] = [](AtenCall& c) { return one(c.b.reshape(c.tensor("self"), c.ints("size"))); };
+  m["aten.permute.default"] = [](AtenCall& c) { return one(c.b.permute(c.tensor("self"), c.ints("dims"))); };
+  m["aten.t.default"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    return one(x->type.rank() < 2 ? x : c.b.permute(x, {1, 0}));
+  };
+  m["aten.transpose.int"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    int64_t rank = static_cast<int64_t>(x->type.rank());
+    std::vector<int64_t> dims;
+    for (int64_t i = 0; i < rank; ++i) dims.push_back(i);
+    if (rank == 0) return one(x);
+    int64_t a = c.int_("dim0"), b = c.int_("dim1");
+    if (a < 0) a += rank;
+    if (b < 0) b += rank;
+    if (a < 0 || b < 0 || a >= rank || b >= rank) c.unsupported("transpose dims out of range");
+    std::swap(dims[a], dims[b]);
+    return one(c.b.permute(x, dims));
+  };
+  m["aten.expand.default"] = [](AtenCall& c) {
+    return one(c.b.op1("expand", {c.tensor("self")}, attrs({{"shape", c.ints("size")}})));
+  };
+  m["aten.slice.Tensor"] = [](AtenCall& c) {
+    return one(slice(c.b, c.tensor("self"), c.int_or("dim", 0), c.int_or("start", 0),
+                     c.int_or("end", std::numeric_limits<int64_t>::max()), c.int_or("step", 1)));
+  };
+  m["aten.select.int"] = [](AtenCall& c) {
+    return one(c.b.op1("select", {c.tensor("self")}, attrs({{"dim", c.int_("dim")}, {"index", c.int_("index")}})));
+  };
+  m["aten.squeeze.dim"] = [](AtenCall& c) {
+    return one(c.b.op1("squeeze", {c.tensor("self")}, attrs({{"dims", c.ints("dim")}})));
+  };
+  m["aten.squeeze.dims"] = m["aten.squeeze.dim"];
+  m["aten.squeeze.default"] = [](AtenCall& c) { return one(c.b.op1("squeeze", {c.tensor("self")})); };
+  m["aten.unsqueeze.default"] = [](AtenCall& c) {
+    return one(c.b.op1("unsqueeze", {c.tensor("self")}, attrs({{"dim", c.int_("dim")}})));
+  };
+  m["aten.contiguous.default"] = [](AtenCall& c) { return one(c.b.op1("contiguous", {c.tensor("self")})); };
+  m["aten.cat.default"] = [](AtenCall& c) {
+    std::vector<Value*> xs = c.tensors("tensors");
+    std::vector<Operand> ops(xs.begin(), xs.end());
+    DType t = c.b.result_type(ops);
+    std::vector<Value*> cast;
+    for (Value* x : xs)
+      if (!(x->type.rank() == 1 && x->type.dims[0] == 0)) cast.push_back(c.b.cast(x, t));  // torch skips empty 1-D
+    if (cast.empty()) c.unsupported("cat of only empty tensors");
+    return one(cast.size() == 1 ? c.b.op1("contiguous", cast) : c.b.op1("concat", cast, attrs({{"dim", c.int_or("dim", 0)}})));
+  };
+  m["aten.split_with_sizes.default"] = [](AtenCall& c) { return split(c, c.ints("split_sizes"), c.int_or("dim", 0)); };
+  m["aten.split.Tensor"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    int64_t dim = c.int_or("dim", 0), rank = static_cast<int64_t>(x->type.rank());
+    int64_t d = dim < 0 ? dim + rank : dim;
+    if (d < 0 || d >= rank) c.unsupported("split dim out of range");
+    int64_t size = c.int_("split_size"), total = x->type.dims[d];
+    if (size <= 0) c.unsupported("split_size must be positive");
+    std::vector<int64_t> sizes;
+    for (int64_t s = 0; s < total; s += size) sizes.push_back(std::min(size, total - s));
+    return split(c, sizes, d);
+  };
+  m["aten.unbind.int"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    int64_t dim = c.int_or("dim", 0), rank = static_cast<int64_t>(x->type.rank());
+    int64_t d = dim < 0 ? dim + rank : dim;
+    if (d < 0 || d >= rank) c.unsupported("unbind dim out of range");
+    std::vector<Value*> out;
+    for (int64_t i = 0; i < x->type.dims[d]; ++i)
+      out.push_back(c.b.op1("select", {x}, attrs({{"dim", d}, {"index", i}})));
+    return out;
+  };
+  m["aten.constant_pad_nd.default"] = [](AtenCall& c) {
+    return one(c.b.op1("constant_pad", {c.tensor("self")},
+                       attrs({{"pad", c.ints("pad")}, {"value", c.number_or("value", 0.0)}})));
+  };
+  m["aten.gather.default"] = [](AtenCall& c) {
+    if (c.flag_or("sparse_grad", false)) c.unsupported("sparse_grad");
+    return one(c.b.op1("gather", {c.tensor("self"), c.tensor("index")}, attrs({{"dim", c.int_("dim")}})));
+  };
+  m["aten.index_select.default"] = [](AtenCall& c) {
+    return one(c.b.op1("index_select", {c.tensor("self"), c.tensor("index")}, attrs({{"dim", c.int_("dim")}})));
+  };
+  m["aten.embedding.default"] = [](AtenCall& c) {
+    return one(c.b.op1("embedding", {c.tensor("weight"), c.tensor("indices")},
+                       attrs({{"padding_idx", c.int_or("padding_idx", -1)}})));
+  };
+  m["aten.full.default"] = [](AtenCall& c) {
+    Operand v = c.operand("fill_value");
+    DType t = c.dtype("dtype").value_or(default_dtype({v}));
+    return one(c.b.op1("full", {}, attrs({{"shape", c.ints("size")}, {"value", as_double(v)}, {"dtype", t}})));
+  };
+  m["aten.scalar_tensor.default"] = [](AtenCall& c) {
+    Operand v = c.operand("s");
+    DType t = c.dtype("dtype").value_or(DType::f32);
+    return one(c.b.op1("full", {}, attrs({{"shape", std::vector<int64_t>{}}, {"value", as_double(v)}, {"dtype", t}})));
+  };
+  auto arange = [](AtenCall& c) {
+    Operand start = c.has("start") ? c.operand("start") : Operand(int64_t{0});
+    Operand end = c.operand("end");
+    Operand step = c.has("step") ? c.operand("step") : Operand(int64_t{1});
+    DType t = c.dtype("dtype").value_or(default_dtype({start, end, step}));
+    if (t == DType::boolean) t = DType::i64;
+    return one(c.b.op1("arange", {}, attrs({{"start", as_double(start)}, {"end", as_double(end)},
+                                             {"step", as_double(step)}, {"dtype", t}})));
+  };
+  for (const char* t : {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}) m[t] = arange;
+}
+
+}  // namespace kiln::aten_internal

@@ -1,0 +1,113 @@
+// GraphBuilder: promotion, scalar literals and view-or-copy reshapes.
+#include "builder/graph_builder.h"
+
+#include "support/error.h"
+
+namespace kiln {
+
+namespace {
+DType scalar_dtype(const Operand& o) {
+  if (std::holds_alternative<double>(o)) return DType::f32;  // torch's default float dtype
+  if (std::holds_alternative<int64_t>(o)) return DType::i64;
+  return DType::boolean;
+}
+}  // namespace
+
+std::string GraphBuilder::take_name() {
+  std::string n = std::move(next_name_);
+  next_name_.clear();
+  if (!n.empty() && graph_.find_value(n) != nullptr) n = graph_.fresh_name(n + "_");
+  return n;
+}
+
+std::vector<Value*> GraphBuilder::op(std::string_view name, std::vector<Value*> inputs, Attrs attrs) {
+  Node* node = graph_.add_node(get_op(name), std::move(inputs), std::move(attrs), take_name());
+  return node->outputs;
+}
+
+Value* GraphBuilder::op1(std::string_view name, std::vector<Value*> inputs, Attrs attrs) {
+  return op(name, std::move(inputs), std::move(attrs)).at(0);
+}
+
+DType GraphBuilder::result_type(const std::vector<Operand>& operands) const {
+  // torch's ResultTypeState: dim tensors, 0-d tensors and wrapped scalars are
+  // promoted separately; a lower-priority group only raises the category.
+  std::optional<DType> dim, zero, wrapped;
+  auto merge = [](std::optional<DType>& slot, DType d) { slot = slot ? promote_types(*slot, d) : d; };
+  for (const Operand& o : operands) {
+    if (const auto* v = std::get_if<Value*>(&o)) {
+      merge((*v)->type.rank() == 0 ? zero : dim, (*v)->type.dtype);
+    } else {
+      merge(wrapped, scalar_dtype(o));
+    }
+  }
+  auto combine = [](std::optional<DType> higher, std::optional<DType> lower) -> std::optional<DType> {
+    if (!higher) return lower;
+    if (!lower || is_floating(*higher)) return higher;
+    if (is_bool(*higher) || is_floating(*lower)) return promote_types(*higher, *lower);
+    return higher;
+  };
+  return combine(dim, combine(zero, wrapped)).value_or(DType::f32);
+}
+
+Value* GraphBuilder::cast(Value* v, DType dtype) {
+  if (v->type.dtype == dtype) return v;
+  Attrs a;
+  a.set("dtype", dtype);
+  return op1("cast", {v}, std::move(a));
+}
+
+Value* GraphBuilder::scalar(double v, DType dtype) { return graph_.add_scalar(v, dtype); }
+
+Value* GraphBuilder::to_value(const Operand& operand, DType dtype) {
+  if (const auto* v = std::get_if<Value*>(&operand)) return cast(*v, dtype);
+  if (const auto* d = std::get_if<double>(&operand)) return scalar(*d, dtype);
+  if (const auto* i = std::get_if<int64_t>(&operand)) return scalar(static_cast<double>(*i), dtype);
+  return scalar(std::get<bool>(operand) ? 1.0 : 0.0, dtype);
+}
+
+Value* GraphBuilder::elementwise(std::string_view name, std::vector<Operand> operands) {
+  const OpDef& def = get_op(name);
+  KILN_CHECK(def.elementwise.has_value(), "'", name, "' is not an elementwise op");
+  const ElementwiseInfo& info = *def.elementwise;
+  KILN_CHECK(static_cast<int>(operands.size()) == info.arity, "'", name, "' takes ", info.arity, " operands, got ",
+             operands.size());
+  std::vector<Value*> inputs;
+  std::string node_name = take_name();
+  if (info.kind == ElementwiseKind::select) {
+    // where(cond, a, b): the condition is bool; a and b promote together.
+    DType t = result_type({operands[1], operands[2]});
+    inputs = {to_value(operands[0], DType::boolean), to_value(operands[1], t), to_value(operands[2], t)};
+  } else if (info.kind == ElementwiseKind::logical) {
+    for (const Operand& o : operands) inputs.push_back(to_value(o, DType::boolean));
+  } else {
+    DType t = result_type(operands);
+    if (info.kind == ElementwiseKind::floating && !is_floating(t)) t = DType::f32;
+    for (const Operand& o : operands) inputs.push_back(to_value(o, t));
+  }
+  set_next_name(node_name);
+  return op1(name, std::move(inputs));
+}
+
+Value* GraphBuilder::reshape(Value* v, const Dims& shape) {
+  Attrs a;
+  a.set("shape", shape);
+  std::string name = take_name();
+  try {
+    // Inference only: can reshape be a view of v's strides?
+    std::vector<TensorType> in{v->type};
+    infer_types(get_op("reshape"), in, complete_attrs(get_op("reshape"), a), "reshape");
+  } catch (const Error&) {
+    v = op1("contiguous", {v});
+  }
+  set_next_name(name);
+  return op1("reshape", {v}, std::move(a));
+}
+
+Value* GraphBuilder::permute(Value* v, const std::vector<int64_t>& dims) {
+  Attrs a;
+  a.set("dims", dims);
+  return op1("permute", {v}, std::move(a));
+}
+
+}  // namespace kiln

@@ -1,0 +1,50 @@
+// The graph passes, one per file in src/passes/. Each is deterministic and
+// idempotent (running it again right after changes nothing) and returns
+// whether it changed the graph. The pipeline order lives in pipeline.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+// Checks the graph's invariants (verify_graph); never changes it.
+bool verify_pass(Graph& graph);
+
+// Removes nodes none of whose outputs is used or a graph output, literals and
+// weights nobody uses. Graph inputs are never removed: they are the call's
+// positional signature. Unused weights are dropped: they are bound by
+// weight_key, so dropping one only means the executable holds no reference to
+// a tensor it never reads (Note [Weights], promise 1).
+bool dce(Graph& graph);
+
+// Common subexpression elimination: identical literals (same type and bytes)
+// become one; nodes with the same op, inputs and attrs become one (commutative
+// binary ops match with swapped inputs too). Fused nodes are not merged (their
+// bodies are not compared). Two values that are both graph outputs are not
+// merged, so outputs stay distinct tensors.
+bool cse(Graph& graph);
+
+// Evaluates nodes whose inputs are all literals (never weights: Note
+// [Weights]) with their CPU kernel, replacing them by literals. Results larger
+// than max_bytes are left alone, as are ops without a CPU kernel, and creation
+// ops (full, arange) with more than kMaxFoldedCreationElements elements
+// (they already cost nothing to store). Views of literals (reshape, permute,
+// expand, ...) fold into contiguous literals.
+struct FoldOptions {
+  int64_t max_bytes = int64_t{1} << 20;
+};
+inline constexpr int64_t kMaxFoldedCreationElements = 16;
+bool fold_literals(Graph& graph, const FoldOptions& options);
+bool fold_literals(Graph& graph);
+
+// Algebraic and structural simplifications that are provably identities; see
+// simplify.cpp for the list.
+bool simplify(Graph& graph);
+
+// Groups connected elementwise ops (and casts) of the same output dims into
+// nodes of op "fused" with a body graph; see fuse_elementwise.cpp.
+bool fuse_elementwise(Graph& graph);
+
+}  // namespace kiln

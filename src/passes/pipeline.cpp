@@ -1,0 +1,24 @@
+// The pipeline: the one list of passes kiln runs on every graph, in order.
+// The pass manager adds cleanup (dce) after any pass that changes the graph,
+// and verification after every pass when KILN_VERIFY_PASSES asks for it.
+#include "passes/pass.h"
+#include "passes/passes.h"
+
+namespace kiln {
+
+const std::vector<PipelineStep>& default_pipeline() {
+  static const std::vector<PipelineStep> steps = {
+      single({"verify", verify_pass}),
+      single({"dce", dce}),
+      fixpoint({
+          {"simplify", simplify},
+          {"fold_literals", [](Graph& g) { return fold_literals(g); }},
+          {"cse", cse},
+      }),
+      single({"fuse_elementwise", fuse_elementwise}),
+      single({"dce", dce}),
+  };
+  return steps;
+}
+
+}  // namespace kiln

@@ -1,0 +1,401 @@
+// kiln._kiln: the nanobind extension, the only file that includes nanobind.
+// It exposes graph building (ops and ATen calls through the GraphBuilder), the
+// IR text form, compilation into an Executable, and calls with tensors that
+// cross through DLPack (torch, numpy, anything with __dlpack__): weights and
+// inputs are bound by pointer, outputs are written into caller buffers.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "backends/cpu/cpu_kernel.h"
+#include "builder/aten_call.h"
+#include "builder/graph_builder.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "ops/op_def.h"
+#include "passes/pass.h"
+#include "runtime/executable.h"
+#include "support/error.h"
+
+namespace nb = nanobind;
+using namespace kiln;
+
+namespace {
+
+// ---- graphs -----------------------------------------------------------------
+
+struct GraphState {
+  std::unique_ptr<Graph> graph;
+  GraphBuilder builder;
+  explicit GraphState(std::unique_ptr<Graph> g) : graph(std::move(g)), builder(*graph) {}
+};
+
+// The Python Graph: shares its state with every Value handle it returned, so a
+// Value never outlives the graph that owns it.
+struct PyGraph {
+  std::shared_ptr<GraphState> state;
+  Graph* graph;
+  GraphBuilder& builder;
+  explicit PyGraph(std::unique_ptr<Graph> g = nullptr)
+      : state(std::make_shared<GraphState>(g ? std::move(g) : std::make_unique<Graph>())),
+        graph(state->graph.get()),
+        builder(state->builder) {}
+};
+
+struct PyValue {
+  Value* v;
+  std::shared_ptr<GraphState> owner;
+};
+
+DType to_dtype(const std::string& name) {
+  auto d = parse_dtype(name);
+  KILN_CHECK(d.has_value(), "unknown dtype '", name, "' (valid: f32, f16, bf16, f64, i64, i32, i16, i8, u8, bool)");
+  return *d;
+}
+
+TensorType make_type(const std::string& dtype, const Dims& dims, const std::optional<Dims>& strides) {
+  for (int64_t d : dims) KILN_CHECK(d >= 0, "negative dimension ", d, " in [", dims_to_string(dims), "]");
+  if (!strides) return TensorType(to_dtype(dtype), dims);
+  KILN_CHECK(strides->size() == dims.size(), "strides [", dims_to_string(*strides), "] do not match dims [",
+             dims_to_string(dims), "]");
+  return TensorType(to_dtype(dtype), dims, *strides);
+}
+
+// Python attribute values to AttrValue: int, float, bool, str, list of ints, dtype name via DType.
+AttrValue to_attr(const std::string& name, nb::handle h) {
+  if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
+  if (nb::isinstance<nb::int_>(h)) return nb::cast<int64_t>(h);
+  if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<DType>(h)) return nb::cast<DType>(h);
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    std::vector<int64_t> out;
+    for (nb::handle x : h) {
+      KILN_CHECK(nb::isinstance<nb::int_>(x) && !nb::isinstance<nb::bool_>(x), "attribute '", name,
+                 "': lists must hold ints");
+      out.push_back(nb::cast<int64_t>(x));
+    }
+    return out;
+  }
+  fail(ErrorKind::invalid_argument, "attribute '", name, "' has unsupported type ",
+       nb::cast<std::string>(nb::str(h.type())));
+}
+
+Attrs to_attrs(const nb::dict& d) {
+  Attrs a;
+  for (auto [k, v] : d) a.set(nb::cast<std::string>(k), to_attr(nb::cast<std::string>(k), v));
+  return a;
+}
+
+// ATen arguments: None, tensors (PyValue), lists of tensors, numbers, bools,
+// int lists, float lists, strings and DType.
+Value* own(const std::shared_ptr<GraphState>& state, const PyValue& p) {
+  KILN_CHECK(p.owner == state, "value %", p.v->name, " belongs to another graph");
+  return p.v;
+}
+
+AtenArg to_aten_arg(const std::shared_ptr<GraphState>& state, const std::string& name, nb::handle h) {
+  if (h.is_none()) return std::monostate{};
+  if (nb::isinstance<PyValue>(h)) return own(state, nb::cast<PyValue&>(h));
+  if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h);
+  if (nb::isinstance<nb::int_>(h)) return nb::cast<int64_t>(h);
+  if (nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<DType>(h)) return nb::cast<DType>(h);
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    std::vector<Value*> values;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+    size_t n = 0;
+    for (nb::handle x : h) {
+      ++n;
+      if (nb::isinstance<PyValue>(x)) {
+        values.push_back(own(state, nb::cast<PyValue&>(x)));
+      } else if (nb::isinstance<nb::int_>(x) && !nb::isinstance<nb::bool_>(x)) {
+        ints.push_back(nb::cast<int64_t>(x));
+        floats.push_back(static_cast<double>(ints.back()));
+      } else if (nb::isinstance<nb::float_>(x)) {
+        floats.push_back(nb::cast<double>(x));
+      } else {
+        fail(ErrorKind::unsupported, "argument '", name, "': list element of type ",
+             nb::cast<std::string>(nb::str(x.type())), " is not supported");
+      }
+    }
+    if (values.size() == n && n > 0) return values;
+    if (ints.size() == n) return ints;
+    if (floats.size() == n) return floats;
+    fail(ErrorKind::unsupported, "argument '", name, "': mixed list");
+  }
+  fail(ErrorKind::unsupported, "argument '", name, "' of type ", nb::cast<std::string>(nb::str(h.type())),
+       " is not supported");
+}
+
+nb::list wrap_values(const PyGraph& g, const std::vector<Value*>& vs) {
+  nb::list out;
+  for (Value* v : vs) {
+    if (v == nullptr)
+      out.append(nb::none());
+    else
+      out.append(nb::cast(PyValue{v, g.state}));
+  }
+  return out;
+}
+
+std::string_view kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::input: return "input";
+    case ValueKind::weight: return "weight";
+    case ValueKind::literal: return "literal";
+    case ValueKind::output: return "output";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// ---- executables ------------------------------------------------------------
+
+namespace {
+
+using AnyArray = nb::ndarray<nb::ro>;
+
+DType dlpack_dtype(const AnyArray& a, const std::string& what) {
+  nb::dlpack::dtype t = a.dtype();
+  using Code = nb::dlpack::dtype_code;
+  auto code = static_cast<Code>(t.code);
+  if (t.lanes == 1) {
+    if (code == Code::Float && t.bits == 32) return DType::f32;
+    if (code == Code::Float && t.bits == 16) return DType::f16;
+    if (code == Code::Float && t.bits == 64) return DType::f64;
+    if (code == Code::Bfloat && t.bits == 16) return DType::bf16;
+    if (code == Code::Int && t.bits == 64) return DType::i64;
+    if (code == Code::Int && t.bits == 32) return DType::i32;
+    if (code == Code::Int && t.bits == 16) return DType::i16;
+    if (code == Code::Int && t.bits == 8) return DType::i8;
+    if (code == Code::UInt && t.bits == 8) return DType::u8;
+    if (code == Code::Bool && t.bits == 8) return DType::boolean;
+  }
+  fail(ErrorKind::invalid_argument, what, ": DLPack dtype (code ", int(t.code), ", ", int(t.bits), " bits, ",
+       int(t.lanes), " lanes) is not supported by kiln");
+}
+
+TensorView to_view(const AnyArray& a, const std::string& what) {
+  TensorView v;
+  v.data = const_cast<void*>(a.data());
+  v.dtype = dlpack_dtype(a, what);
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    v.dims.push_back(a.shape(i));
+    v.strides.push_back(a.stride(i));
+  }
+  int dev = a.device_type();
+  if (dev == nb::device::cpu::value) {
+    v.device = Device{DeviceKind::cpu, 0};
+  } else if (dev == nb::device::cuda::value) {
+    v.device = Device{DeviceKind::cuda, a.device_id()};
+  } else {
+    fail(ErrorKind::invalid_argument, what, ": DLPack device type ", dev, " is not supported by kiln");
+  }
+  return v;
+}
+
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device{DeviceKind::cpu, 0};
+  if (s == "cuda") return Device{DeviceKind::cuda, 0};
+  if (s.rfind("cuda:", 0) == 0) {
+    try {
+      return Device{DeviceKind::cuda, std::stoi(s.substr(5))};
+    } catch (...) {
+    }
+  }
+  fail(ErrorKind::invalid_argument, "unknown device '", s, "' (expected cpu, cuda or cuda:N)");
+}
+
+nb::list types_to_py(const std::vector<TensorType>& types) {
+  nb::list out;
+  for (const TensorType& t : types)
+    out.append(nb::make_tuple(std::string(dtype_name(t.dtype)), nb::cast(t.dims), nb::cast(t.strides)));
+  return out;
+}
+
+std::vector<TensorView> to_views(const nb::list& arrays, const char* what) {
+  std::vector<TensorView> views;
+  size_t i = 0;
+  for (nb::handle h : arrays) {
+    std::string label = std::string(what) + " " + std::to_string(i++);
+    AnyArray a;
+    if (!nb::try_cast<AnyArray>(h, a))
+      fail(ErrorKind::invalid_argument, label, ": expected a tensor or array with __dlpack__, got ",
+           nb::cast<std::string>(nb::str(h.type())));
+    views.push_back(to_view(a, label));
+  }
+  return views;
+}
+
+void bind_executable(nb::module_& m) {
+  nb::class_<Executable>(m, "Executable")
+      .def("bind_weight",
+           [](Executable& e, const std::string& key, AnyArray a) { e.bind_weight(key, to_view(a, "weight '" + key + "'")); },
+           nb::arg("key"), nb::arg("tensor"))
+      .def("run",
+           [](Executable& e, const nb::list& inputs, const nb::list& outputs) {
+             std::vector<TensorView> ins = to_views(inputs, "input");
+             std::vector<TensorView> outs = to_views(outputs, "output");
+             nb::gil_scoped_release release;
+             e.run(ins, outs);
+           },
+           nb::arg("inputs"), nb::arg("outputs"))
+      .def("input_types", [](const Executable& e) { return types_to_py(e.input_types()); })
+      .def("output_types", [](const Executable& e) { return types_to_py(e.output_types()); })
+      .def("weight_keys", &Executable::weight_keys)
+      .def("arena_bytes", [](const Executable& e) { return e.plan().arena_bytes; })
+      .def("describe", &Executable::describe)
+      .def("graph_text", [](const Executable& e) { return print_graph(e.graph()); });
+
+  m.def(
+      "compile",
+      [](PyGraph& g, const std::string& device, bool optimize) {
+        std::unique_ptr<Graph> graph = g.graph->clone();
+        verify_graph(*graph);
+        if (optimize) run_pipeline(*graph);
+        return new Executable(std::move(graph), parse_device(device));
+      },
+      nb::arg("graph"), nb::arg("device") = "cpu", nb::arg("optimize") = true,
+      "Optimizes a copy of `graph` and compiles it into an Executable for `device`.");
+}
+
+}  // namespace
+
+NB_MODULE(_kiln, m) {
+  m.doc() = "kiln's C++ core: graphs, ops, compilation and execution";
+
+  nb::exception<Error>(m, "Error", PyExc_RuntimeError);
+
+  nb::enum_<DType>(m, "DType")
+      .value("f32", DType::f32)
+      .value("f16", DType::f16)
+      .value("bf16", DType::bf16)
+      .value("f64", DType::f64)
+      .value("i64", DType::i64)
+      .value("i32", DType::i32)
+      .value("i16", DType::i16)
+      .value("i8", DType::i8)
+      .value("u8", DType::u8)
+      .value("bool", DType::boolean);
+
+  nb::class_<PyValue>(m, "Value")
+      .def_prop_ro("name", [](const PyValue& p) { return p.v->name; })
+      .def_prop_ro("dtype", [](const PyValue& p) { return std::string(dtype_name(p.v->type.dtype)); })
+      .def_prop_ro("shape", [](const PyValue& p) { return p.v->type.dims; })
+      .def_prop_ro("strides", [](const PyValue& p) { return p.v->type.strides; })
+      .def_prop_ro("kind", [](const PyValue& p) { return std::string(kind_name(p.v->kind)); })
+      .def("__repr__", [](const PyValue& p) { return "%" + p.v->name + " : " + to_string(p.v->type); });
+
+  nb::class_<PyGraph>(m, "Graph")
+      .def(nb::init<>())
+      .def_static("parse", [](std::string_view text) { return new PyGraph(parse_graph(text)); },
+                  "Parses the IR text form.")
+      .def("input",
+           [](PyGraph& g, const std::string& name, const std::string& dtype, const Dims& dims,
+              std::optional<Dims> strides) { return PyValue{g.graph->add_input(name, make_type(dtype, dims, strides)), g.state}; },
+           nb::arg("name"), nb::arg("dtype"), nb::arg("shape"), nb::arg("strides") = nb::none())
+      .def("weight",
+           [](PyGraph& g, const std::string& name, const std::string& dtype, const Dims& dims,
+              std::optional<Dims> strides, std::optional<std::string> key) {
+             return PyValue{g.graph->add_weight(name, make_type(dtype, dims, strides), key.value_or(name)), g.state};
+           },
+           nb::arg("name"), nb::arg("dtype"), nb::arg("shape"), nb::arg("strides") = nb::none(),
+           nb::arg("key") = nb::none())
+      .def("scalar",
+           [](PyGraph& g, double value, const std::string& dtype) { return PyValue{g.builder.scalar(value, to_dtype(dtype)), g.state}; },
+           nb::arg("value"), nb::arg("dtype") = "f32")
+      .def("literal",
+           [](PyGraph& g, nb::ndarray<nb::device::cpu, nb::c_contig> array, const std::string& dtype,
+              const std::string& name) {
+             TensorType t(to_dtype(dtype), Dims(array.shape_ptr(), array.shape_ptr() + array.ndim()));
+             size_t bytes = static_cast<size_t>(t.numel()) * dtype_size(t.dtype);
+             KILN_CHECK(array.nbytes() == bytes, "literal '", name, "': array has ", array.nbytes(), " bytes, ",
+                        to_string(t), " needs ", bytes);
+             const auto* p = static_cast<const uint8_t*>(array.data());
+             return PyValue{g.graph->add_literal(name, t, std::vector<uint8_t>(p, p + bytes)), g.state};
+           },
+           nb::arg("array"), nb::arg("dtype"), nb::arg("name") = "")
+      .def("op",
+           [](PyGraph& g, const std::string& op, const std::vector<PyValue>& inputs, const nb::dict& attrs,
+              const std::string& name) {
+             std::vector<Value*> ins;
+             for (const PyValue& p : inputs) ins.push_back(own(g.state, p));
+             g.builder.set_next_name(name);
+             return wrap_values(g, g.builder.op(op, std::move(ins), to_attrs(attrs)));
+           },
+           nb::arg("op"), nb::arg("inputs"), nb::arg("attrs") = nb::dict(), nb::arg("name") = "",
+           "Adds kiln op `op`; returns its outputs.")
+      .def("elementwise",
+           [](PyGraph& g, const std::string& op, const nb::list& operands, const std::string& name) {
+             std::vector<Operand> ops;
+             for (nb::handle h : operands) {
+               if (nb::isinstance<PyValue>(h))
+                 ops.push_back(own(g.state, nb::cast<PyValue&>(h)));
+               else if (nb::isinstance<nb::bool_>(h))
+                 ops.push_back(nb::cast<bool>(h));
+               else if (nb::isinstance<nb::int_>(h))
+                 ops.push_back(nb::cast<int64_t>(h));
+               else
+                 ops.push_back(nb::cast<double>(h));
+             }
+             g.builder.set_next_name(name);
+             return PyValue{g.builder.elementwise(op, std::move(ops)), g.state};
+           },
+           nb::arg("op"), nb::arg("operands"), nb::arg("name") = "",
+           "Adds an elementwise op with torch's type promotion over tensors and Python numbers.")
+      .def("aten",
+           [](PyGraph& g, const std::string& target, const nb::dict& args, const std::string& name) {
+             const AtenAdapter* adapter = find_aten_adapter(target);
+             if (adapter == nullptr) fail(ErrorKind::unsupported, "no kiln lowering for ", target);
+             std::map<std::string, AtenArg, std::less<>> a;
+             for (auto [k, v] : args) {
+               std::string key = nb::cast<std::string>(k);
+               a.emplace(key, to_aten_arg(g.state, key, v));
+             }
+             AtenCall call(g.builder, target, std::move(a));
+             g.builder.set_next_name(name);
+             return wrap_values(g, (*adapter)(call));
+           },
+           nb::arg("target"), nb::arg("args"), nb::arg("name") = "",
+           "Lowers one ATen call (arguments by schema name); returns its outputs (None where kiln has none).")
+      .def("set_outputs",
+           [](PyGraph& g, const std::vector<PyValue>& outs) {
+             std::vector<Value*> vs;
+             for (const PyValue& p : outs) vs.push_back(own(g.state, p));
+             g.graph->set_outputs(std::move(vs));
+           })
+      .def("inputs", [](PyGraph& g) { return wrap_values(g, g.graph->inputs()); })
+      .def("weights", [](PyGraph& g) { return wrap_values(g, g.graph->weights()); })
+      .def("outputs", [](PyGraph& g) { return wrap_values(g, g.graph->outputs()); })
+      .def("num_nodes", [](PyGraph& g) { return g.graph->num_nodes(); })
+      .def("op_counts",
+           [](PyGraph& g) {
+             std::map<std::string, int> counts;
+             for (Node* n : g.graph->nodes()) counts[n->op->name]++;
+             return counts;
+           })
+      .def("verify", [](PyGraph& g) { verify_graph(*g.graph); })
+      .def("text", [](PyGraph& g) { return print_graph(*g.graph); })
+      .def("__str__", [](PyGraph& g) { return print_graph(*g.graph); });
+
+  m.def("aten_targets", &aten_targets, "ATen overloads kiln can lower, sorted.");
+  m.def("has_aten", [](const std::string& t) { return find_aten_adapter(t) != nullptr; });
+  m.def("op_names", [] {
+    std::vector<std::string> names;
+    for (const OpDef* op : all_ops()) names.push_back(op->name);
+    return names;
+  });
+
+  bind_executable(m);
+}

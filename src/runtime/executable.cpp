@@ -1,0 +1,232 @@
+// Executable: build (plan, lower), bind and run.
+#include "runtime/executable.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+
+#include "memory/plan_verifier.h"
+#include "ops/op_def.h"
+#include "support/error.h"
+
+namespace kiln {
+
+namespace {
+
+// Strides that address the same elements: equal wherever the dim is not 1
+// (a dim of size 1 is never stepped along), or the tensor is empty.
+bool same_layout(const Dims& dims, const Dims& a, const Dims& b) {
+  if (a.size() != b.size()) return false;
+  if (numel(dims) == 0) return true;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && a[i] != b[i]) return false;
+  return true;
+}
+
+// Checks `got` against `expected` for the tensor called `what`; `contiguous`
+// asks for a contiguous layout instead of expected's strides.
+void check_tensor(const std::string& what, const TensorView& got, const TensorType& expected, Device device,
+                  bool contiguous) {
+  KILN_CHECK(got.device == device, what, " is on ", to_string(got.device), ", expected ", to_string(device));
+  KILN_CHECK(got.dtype == expected.dtype, what, " has dtype ", dtype_name(got.dtype), ", expected ",
+             dtype_name(expected.dtype));
+  KILN_CHECK(got.dims.size() == expected.rank(), what, " has rank ", got.dims.size(), " (dims [",
+             dims_to_string(got.dims), "]), expected rank ", expected.rank(), " (dims [", dims_to_string(expected.dims),
+             "])");
+  KILN_CHECK(got.dims == expected.dims, what, " has dims [", dims_to_string(got.dims), "], expected [",
+             dims_to_string(expected.dims), "]");
+  KILN_CHECK(got.strides.size() == got.dims.size(), what, " has ", got.strides.size(), " strides for rank ",
+             got.dims.size());
+  if (contiguous) {
+    KILN_CHECK(got.numel() == 0 || got.type().is_contiguous(), what, " has strides [", dims_to_string(got.strides),
+               "], expected a contiguous buffer (strides [", dims_to_string(contiguous_strides(got.dims)), "])");
+  } else {
+    KILN_CHECK(same_layout(got.dims, got.strides, expected.strides), what, " has strides [",
+               dims_to_string(got.strides), "], expected [", dims_to_string(expected.strides), "]");
+  }
+  KILN_CHECK(got.data != nullptr || got.numel() == 0, what, " has a null data pointer");
+}
+
+}  // namespace
+
+Executable::Executable(std::unique_ptr<Graph> graph, Device device, ExecutableOptions options)
+    : graph_(std::move(graph)), device_(device), options_(std::move(options)) {
+  KILN_CHECK(graph_ != nullptr, "Executable: null graph");
+  build();
+}
+
+Executable::Executable(const Graph& graph, Device device, ExecutableOptions options)
+    : Executable(graph.clone(), device, std::move(options)) {}
+
+Executable::~Executable() = default;
+
+void Executable::build() {
+  backend_ = make_backend(device_);
+  allocator_ = options_.allocator ? options_.allocator : backend_->default_allocator();
+  KILN_CHECK(allocator_->device() == device_, "Executable: allocator is for ", to_string(allocator_->device()),
+             " but the executable runs on ", to_string(device_));
+  plan_ = plan_memory(*graph_, options_.plan);
+  verify_memory_plan(*graph_, plan_);
+  ptr_.assign(plan_.values.size(), nullptr);
+
+  const auto& weights = graph_->weights();
+  weight_data_.assign(weights.size(), nullptr);
+  weight_bound_.assign(weights.size(), false);
+  for (size_t i = 0; i < weights.size(); ++i) weights_by_key_[weights[i]->weight_key].push_back(static_cast<int>(i));
+
+  for (const Node* node : graph_->nodes()) {
+    if (!node->outputs.empty() && plan_.at(node->outputs[0]).storage == Storage::view) {
+      const ValuePlan& first = plan_.at(node->outputs[0]);
+      KILN_CHECK(node->outputs.size() == 1, "node '", node->name, "': view op '", node->op->name,
+                 "' has more than one output");
+      const Value* src = first.source;
+      views_.push_back(ViewStep{plan_.index.at(first.value), plan_.index.at(src),
+                                first.view_offset * static_cast<int64_t>(dtype_size(src->type.dtype))});
+      continue;
+    }
+    Step step;
+    step.node = node;
+    step.kernel = backend_->lower(*node);
+    for (const Value* v : node->inputs) {
+      step.in.push_back(plan_.index.at(v));
+      step.in_views.emplace_back(nullptr, v->type, device_);
+    }
+    for (const Value* v : node->outputs) {
+      step.out.push_back(plan_.index.at(v));
+      step.out_views.emplace_back(nullptr, v->type, device_);
+    }
+    steps_.push_back(std::move(step));
+  }
+  // Literals never move: bind them once.
+  for (const Value* lit : graph_->literals())
+    ptr_[plan_.index.at(lit)] = const_cast<uint8_t*>(lit->literal_data.data());
+}
+
+void Executable::bind_weight(const std::string& key, const TensorView& view) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = weights_by_key_.find(key);
+  if (it == weights_by_key_.end()) {
+    std::string known;
+    for (const std::string& k : weight_keys()) known += (known.empty() ? "'" : ", '") + k + "'";
+    fail(ErrorKind::invalid_argument, "bind_weight: the graph has no weight '", key, "' (weights: ",
+         known.empty() ? "none" : known, ")");
+  }
+  for (int i : it->second) {
+    const Value* w = graph_->weights()[i];
+    check_tensor(str_cat("bind_weight: weight '", key, "' (%", w->name, ")"), view, w->type, device_, false);
+  }
+  for (int i : it->second) {
+    weight_data_[i] = view.data;
+    weight_bound_[i] = true;
+  }
+}
+
+void Executable::check_inputs(std::span<const TensorView> inputs) const {
+  const auto& in = graph_->inputs();
+  KILN_CHECK(inputs.size() == in.size(), "run: expected ", in.size(), " inputs, got ", inputs.size());
+  for (size_t k = 0; k < in.size(); ++k)
+    check_tensor(str_cat("run: input ", k, " (%", in[k]->name, ")"), inputs[k], in[k]->type, device_, false);
+}
+
+void Executable::check_outputs(std::span<const TensorView> outputs) const {
+  const auto& out = graph_->outputs();
+  KILN_CHECK(outputs.size() == out.size(), "run: expected ", out.size(), " output buffers, got ", outputs.size());
+  for (size_t k = 0; k < out.size(); ++k)
+    check_tensor(str_cat("run: output ", k, " (%", out[k]->name, ")"), outputs[k],
+                 TensorType(out[k]->type.dtype, out[k]->type.dims), device_, true);
+}
+
+void Executable::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  check_inputs(inputs);
+  check_outputs(outputs);
+  const auto& weights = graph_->weights();
+  for (size_t i = 0; i < weights.size(); ++i)
+    KILN_CHECK(weight_bound_[i], "run: weight '", weights[i]->weight_key, "' (%", weights[i]->name,
+               ") is not bound (call bind_weight first)");
+  // An output buffer that overlaps another output, an input or a weight would
+  // be written while something still reads it: refuse rather than corrupt.
+  auto span_of = [](const void* data, const TensorType& t) {
+    auto begin = reinterpret_cast<uintptr_t>(data);
+    return std::make_pair(begin, begin + static_cast<uintptr_t>(t.storage_bytes()));
+  };
+  auto overlaps = [](std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
+    return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+  };
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    auto out = span_of(outputs[k].data, outputs[k].type());
+    for (size_t j = 0; j < k; ++j)
+      KILN_CHECK(!overlaps(out, span_of(outputs[j].data, outputs[j].type())), "run: output ", k,
+                 " overlaps output ", j, " in memory (each output needs its own buffer)");
+    for (size_t j = 0; j < inputs.size(); ++j)
+      KILN_CHECK(!overlaps(out, span_of(inputs[j].data, inputs[j].type())), "run: output ", k, " overlaps input ", j,
+                 " (%", graph_->inputs()[j]->name, ") in memory");
+    for (size_t j = 0; j < weights.size(); ++j)
+      KILN_CHECK(!overlaps(out, span_of(weight_data_[j], weights[j]->type)), "run: output ", k, " overlaps weight '",
+                 weights[j]->weight_key, "' in memory");
+  }
+  if (plan_.arena_bytes > 0 && arena_.data() == nullptr)
+    arena_ = allocator_->allocate(static_cast<size_t>(plan_.arena_bytes), static_cast<size_t>(plan_.alignment));
+
+  // Bind this call's pointers.
+  auto* arena = static_cast<uint8_t*>(arena_.data());
+  for (size_t i = 0; i < plan_.values.size(); ++i) {
+    const ValuePlan& p = plan_.values[i];
+    switch (p.storage) {
+      case Storage::input: ptr_[i] = inputs[p.index].data; break;
+      case Storage::weight: ptr_[i] = weight_data_[p.index]; break;
+      case Storage::output: ptr_[i] = outputs[p.index].data; break;
+      case Storage::arena: ptr_[i] = arena + p.offset; break;
+      case Storage::literal:
+      case Storage::view: break;
+    }
+  }
+  for (const ViewStep& v : views_) ptr_[v.value] = static_cast<uint8_t*>(ptr_[v.source]) + v.byte_offset;
+
+  for (Step& step : steps_) {
+    for (size_t j = 0; j < step.in.size(); ++j) step.in_views[j].data = ptr_[step.in[j]];
+    for (size_t j = 0; j < step.out.size(); ++j) step.out_views[j].data = ptr_[step.out[j]];
+    step.kernel->run(step.in_views, step.out_views);
+  }
+  for (const OutputCopy& c : plan_.output_copies) {
+    const Value* src = c.source;
+    backend_->copy(outputs[c.output_index], TensorView(ptr_[plan_.index.at(src)], src->type, device_));
+  }
+}
+
+std::vector<TensorType> Executable::input_types() const {
+  std::vector<TensorType> types;
+  for (const Value* v : graph_->inputs()) types.push_back(v->type);
+  return types;
+}
+
+std::vector<TensorType> Executable::output_types() const {
+  std::vector<TensorType> types;
+  for (const Value* v : graph_->outputs()) types.emplace_back(v->type.dtype, v->type.dims);
+  return types;
+}
+
+std::vector<std::string> Executable::weight_keys() const {
+  std::vector<std::string> keys;
+  for (const Value* w : graph_->weights())
+    if (std::find(keys.begin(), keys.end(), w->weight_key) == keys.end()) keys.push_back(w->weight_key);
+  return keys;
+}
+
+std::string Executable::describe() const {
+  std::ostringstream out;
+  out << "executable on " << to_string(device_) << ": " << steps_.size() << " kernels, " << views_.size()
+      << " views, " << plan_.output_copies.size() << " output copies\n";
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    out << "  " << i << ": ";
+    for (size_t j = 0; j < s.node->outputs.size(); ++j) out << (j ? ", %" : "%") << s.node->outputs[j]->name;
+    out << " = " << s.node->op->name << "(";
+    for (size_t j = 0; j < s.node->inputs.size(); ++j) out << (j ? ", %" : "%") << s.node->inputs[j]->name;
+    out << ")  [" << s.kernel->describe() << "]\n";
+  }
+  out << to_string(plan_);
+  return out.str();
+}
+
+}  // namespace kiln

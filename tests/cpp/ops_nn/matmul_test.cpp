@@ -1,0 +1,152 @@
+// matmul against a naive double reference: odd sizes, 1-D operands, batch
+// broadcasting, transposed (strided) operands read without copies, every
+// claimed dtype, and shape errors.
+#include <gtest/gtest.h>
+
+#include "backends/cpu/gemm.h"
+#include "nn_test_util.h"
+
+namespace kiln::nn_test {
+namespace {
+
+// torch.matmul in plain loops over the output index.
+std::vector<double> reference_matmul(const HostTensor& a, const HostTensor& b, const Dims& out_dims) {
+  const Dims& ad = a.type.dims;
+  const Dims& bd = b.type.dims;
+  const int64_t k = ad.back();
+  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  std::vector<double> out;
+  for (int64_t flat = 0; flat < numel(out_dims); ++flat) {
+    Dims oi = unravel(flat, out_dims);
+    // Re-insert the removed unit dims so oi is [batch..., i, j].
+    if (a_vec) oi.insert(oi.end() - (b_vec ? 0 : 1), 0);
+    if (b_vec) oi.push_back(0);
+    const int64_t i = oi[oi.size() - 2], j = oi.back();
+    Dims batch(oi.begin(), oi.end() - 2);
+    double sum = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      Dims ia, ib;
+      if (a_vec) {
+        ia = {p};
+      } else {
+        ia = broadcast_index(batch, Dims(ad.begin(), ad.end() - 2));
+        ia.push_back(i);
+        ia.push_back(p);
+      }
+      if (b_vec) {
+        ib = {p};
+      } else {
+        ib = broadcast_index(batch, Dims(bd.begin(), bd.end() - 2));
+        ib.push_back(p);
+        ib.push_back(j);
+      }
+      sum += a.at(ia) * b.at(ib);
+    }
+    out.push_back(sum);
+  }
+  return out;
+}
+
+void check_matmul(TensorType ta, TensorType tb, const Dims& expect_dims, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  HostTensor a(ta), b(tb);
+  const double lo = is_floating(ta.dtype) ? -1.0 : ta.dtype == DType::u8 ? 0.0 : -4.0;
+  const double hi = is_floating(ta.dtype) ? 1.0 : 4.0;
+  fill_random(a, rng, lo, hi);
+  fill_random(b, rng, lo, hi);
+  auto out = run_op("matmul", {&a, &b});
+  ASSERT_EQ(out[0].type.dims, expect_dims);
+  expect_close(out[0], reference_matmul(a, b, expect_dims), "matmul " + to_string(ta) + " @ " + to_string(tb));
+}
+
+TEST(Matmul, OddSizes2dEveryFloatDtype) {
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16})
+    check_matmul(TensorType(d, {5, 7}), TensorType(d, {7, 3}), {5, 3});
+}
+
+TEST(Matmul, IntegersExact) {
+  for (DType d : {DType::i64, DType::i32, DType::i16, DType::i8, DType::u8})
+    check_matmul(TensorType(d, {5, 7}), TensorType(d, {7, 3}), {5, 3});
+}
+
+TEST(Matmul, OneDimensionalOperands) {
+  check_matmul(TensorType(DType::f32, {7}), TensorType(DType::f32, {7}), {});
+  check_matmul(TensorType(DType::f32, {5, 7}), TensorType(DType::f32, {7}), {5});
+  check_matmul(TensorType(DType::f32, {7}), TensorType(DType::f32, {7, 3}), {3});
+  check_matmul(TensorType(DType::f64, {7}), TensorType(DType::f64, {2, 7, 3}), {2, 3});
+  check_matmul(TensorType(DType::f32, {2, 5, 7}), TensorType(DType::f32, {7}), {2, 5});
+}
+
+TEST(Matmul, BatchBroadcasting) {
+  check_matmul(TensorType(DType::f32, {2, 1, 5, 7}), TensorType(DType::f32, {3, 7, 4}), {2, 3, 5, 4});
+  check_matmul(TensorType(DType::bf16, {2, 1, 5, 7}), TensorType(DType::bf16, {3, 7, 4}), {2, 3, 5, 4});
+  check_matmul(TensorType(DType::i32, {3, 5, 7}), TensorType(DType::i32, {7, 4}), {3, 5, 4});
+  // An expanded (stride 0) batch dim on a.
+  check_matmul(TensorType(DType::f32, {3, 5, 7}, {0, 7, 1}), TensorType(DType::f32, {3, 7, 2}), {3, 5, 2});
+}
+
+TEST(Matmul, TransposedWeightIsReadInPlace) {
+  // linear(x, W) = matmul(x, permute(W, [1, 0])) with W [N=3, K=7]: the view has strides [1, 7].
+  int64_t before = cpu::gemm_operand_copies();
+  check_matmul(TensorType(DType::f32, {5, 7}), TensorType(DType::f32, {7, 3}, {1, 7}), {5, 3});
+  // 3-D activations fold into one GEMM with the shared transposed weight.
+  check_matmul(TensorType(DType::f32, {2, 5, 7}), TensorType(DType::f32, {7, 3}, {1, 7}), {2, 5, 3});
+  check_matmul(TensorType(DType::f64, {2, 5, 7}), TensorType(DType::f64, {7, 3}, {1, 7}), {2, 5, 3});
+  // Transposed a, and both transposed in a batched product.
+  check_matmul(TensorType(DType::f32, {5, 7}, {1, 5}), TensorType(DType::f32, {7, 3}), {5, 3});
+  check_matmul(TensorType(DType::f32, {2, 5, 7}, {35, 1, 5}), TensorType(DType::f32, {2, 7, 3}, {21, 1, 7}),
+               {2, 5, 3});
+  // A weight view with padded rows (leading dimension larger than the row).
+  check_matmul(TensorType(DType::f32, {5, 7}), TensorType(DType::f32, {7, 3}, {1, 9}), {5, 3});
+  EXPECT_EQ(cpu::gemm_operand_copies(), before) << "a transposed operand was copied";
+}
+
+TEST(Matmul, OperandWithoutUnitStrideIsCopiedAndCorrect) {
+  int64_t before = cpu::gemm_operand_copies();
+  // Every other column: strides [14, 2].
+  check_matmul(TensorType(DType::f32, {5, 7}, {14, 2}), TensorType(DType::f32, {7, 3}), {5, 3});
+  EXPECT_EQ(cpu::gemm_operand_copies(), before + 1);
+}
+
+TEST(Matmul, ReducedPrecisionStridedAndBatched) {
+  for (DType d : {DType::f16, DType::bf16}) {
+    check_matmul(TensorType(d, {2, 5, 7}), TensorType(d, {7, 3}, {1, 7}), {2, 5, 3});
+    check_matmul(TensorType(d, {5, 7}, {14, 2}), TensorType(d, {2, 7, 3}), {2, 5, 3});
+  }
+}
+
+TEST(Matmul, LargerThanOnePanel) {
+  // K = 300 and enough rows and columns to make several BLAS-sized blocks.
+  check_matmul(TensorType(DType::f32, {33, 300}), TensorType(DType::f32, {300, 65}, {1, 300}), {33, 65}, 7);
+  check_matmul(TensorType(DType::bf16, {33, 300}), TensorType(DType::bf16, {300, 65}), {33, 65}, 8);
+}
+
+TEST(Matmul, EmptyContractionGivesZeros) {
+  HostTensor a(TensorType(DType::f32, {2, 0})), b(TensorType(DType::f32, {0, 3}));
+  auto out = run_op("matmul", {&a, &b});
+  expect_close(out[0], std::vector<double>(6, 0.0), "k = 0");
+}
+
+TEST(Matmul, ShapeErrors) {
+  expect_contains(build_error("matmul", {TensorType(DType::f32, {5, 7}), TensorType(DType::f32, {6, 3})}),
+                  "cannot be multiplied (7 != 6");
+  expect_contains(build_error("matmul", {TensorType(DType::f32, {5, 7}), TensorType(DType::f32, {6, 3})}),
+                  "(matmul)");
+  expect_contains(build_error("matmul", {TensorType(DType::f32, {}), TensorType(DType::f32, {3})}),
+                  "at least 1 dim");
+  expect_contains(build_error("matmul", {TensorType(DType::f32, {2, 3}), TensorType(DType::f16, {3, 2})}),
+                  "dtypes differ");
+  expect_contains(build_error("matmul", {TensorType(DType::boolean, {2, 3}), TensorType(DType::boolean, {3, 2})}),
+                  "bool");
+  expect_contains(build_error("matmul", {TensorType(DType::f32, {2, 5, 7}), TensorType(DType::f32, {3, 7, 2})}),
+                  "cannot broadcast");
+}
+
+TEST(Matmul, DeclaresAtenOverloads) {
+  EXPECT_EQ(find_op_for_aten("aten.mm.default"), &get_op("matmul"));
+  EXPECT_EQ(find_op_for_aten("aten.bmm.default"), &get_op("matmul"));
+  EXPECT_EQ(find_op_for_aten("aten.convolution.default"), &get_op("conv2d"));
+}
+
+}  // namespace
+}  // namespace kiln::nn_test
