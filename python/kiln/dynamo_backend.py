@@ -30,7 +30,8 @@ def _is_weight(node, tensor) -> bool:
         return True
     grapharg = node.meta.get("grapharg")
     source = getattr(grapharg, "source", None)
-    name = source.name() if source is not None else node.name
+    name = getattr(source, "name", node.name) if source is not None else node.name
+    name = name() if callable(name) else name
     return "_buffers" in name or "_parameters" in name or "buffers_" in name or "parameters_" in name
 
 

@@ -22,7 +22,8 @@ int64_t numel(const Dims& dims) {
 }
 
 bool TensorType::is_contiguous() const {
-  // Dims of size 1 may carry any stride.
+  // Dims of size 1 may carry any stride; an empty tensor is contiguous.
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     if (dims[i] != 1 && strides[i] != expected) return false;

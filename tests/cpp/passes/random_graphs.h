@@ -24,6 +24,9 @@ struct RandomGraphOptions {
   Dims dims = {3, 5, 7};
   int num_ops = 12;
   bool mix_in_matmuls = false;  // needs dims [n, n]
+  // Also add what the other passes rewrite: ops on literals only, duplicated
+  // nodes, x*1 and x+0, reshape round trips.
+  bool with_rewrite_bait = false;
 };
 
 inline RandomGraph random_elementwise_graph(uint32_t seed, const RandomGraphOptions& opt) {
@@ -117,6 +120,41 @@ inline RandomGraph random_elementwise_graph(uint32_t seed, const RandomGraphOpti
         }
       } catch (const Error&) {
         out = nullptr;
+      }
+    }
+    if (opt.with_rewrite_bait && floating && pick(3) == 0) {
+      Value* base = out != nullptr ? out : any_of(p);
+      const DType bd = base->type.dtype;
+      switch (pick(4)) {
+        case 0: {  // a literal-only expression
+          TensorType t(bd, {D.back()});
+          Bytes bytes(static_cast<size_t>(t.numel()) * dtype_size(bd));
+          for (size_t off = 0; off < bytes.size(); off += dtype_size(bd)) store_scalar(bytes.data() + off, bd, 0.25 * pick(9));
+          Value* lit = g.add_literal("", t, std::move(bytes));
+          Value* e = g.add_node(get_op("exp"), {lit})->outputs[0];
+          out = g.add_node(get_op("mul"), {base, e})->outputs[0];
+          break;
+        }
+        case 1:  // a duplicate of the node just made
+          if (base->producer != nullptr) {
+            const Node& n = *base->producer;
+            Value* twin = g.add_node(*n.op, n.inputs, n.attrs)->outputs[0];
+            out = g.add_node(get_op("add"), {base, twin})->outputs[0];
+          }
+          break;
+        case 2:  // identities
+          out = g.add_node(get_op(pick(2) ? "mul" : "add"), {base, g.add_scalar(0, bd)})->outputs[0];
+          if (out->producer->op->name == "mul") out = g.add_node(get_op("mul"), {base, g.add_scalar(1, bd)})->outputs[0];
+          break;
+        default: {  // reshape there and back
+          Attrs flat, back;
+          flat.set("shape", std::vector<int64_t>{-1});
+          back.set("shape", base->type.dims);
+          if (base->type.is_contiguous()) {
+            Value* f = g.add_node(get_op("reshape"), {base}, flat)->outputs[0];
+            out = g.add_node(get_op("reshape"), {f}, back)->outputs[0];
+          }
+        }
       }
     }
     if (out != nullptr) {

@@ -1,0 +1,47 @@
+"""Shared fixtures: the device under test (CPU always; CUDA when a GPU and
+kiln's CUDA backend are present) and comparison helpers."""
+
+import pytest
+import torch
+
+TOLERANCES = {
+    torch.float32: dict(atol=1e-4, rtol=1e-4),
+    torch.float64: dict(atol=1e-9, rtol=1e-9),
+    torch.float16: dict(atol=2e-2, rtol=2e-2),
+    torch.bfloat16: dict(atol=8e-2, rtol=5e-2),
+}
+
+
+def assert_close(actual, expected, dtype=None, **overrides):
+    """Compares kiln's result with eager's at the dtype's tolerance (exact for ints and bools)."""
+    if isinstance(expected, (list, tuple)):
+        assert isinstance(actual, (list, tuple)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e, dtype, **overrides)
+        return
+    assert actual.shape == expected.shape, f"shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    tol = dict(TOLERANCES.get(dtype or expected.dtype, dict(atol=0, rtol=0)))
+    tol.update(overrides)
+    torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
+
+
+def cuda_available() -> bool:
+    """A GPU torch can use and a kiln build with its CUDA backend."""
+    from kiln import _kiln
+
+    return torch.cuda.is_available() and getattr(_kiln, "has_cuda", lambda: False)()
+
+
+DEVICES = ["cpu"] + (["cuda"] if cuda_available() else [])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
