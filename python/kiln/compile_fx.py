@@ -19,17 +19,19 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
     start = time.perf_counter()
     parts = partition(gm, weights, device.type)
     module = parts.module
-    region_reports = []
+    region_reports, region_modules = [], []
     for name, (graph, args) in parts.regions.items():
         graph = _apply_precision(graph, options)
         exe = compile_graph(graph, device=str(device))
         arg_is_weight = [a.name in weights or a.op == "get_attr" for a in args]
         placeholders = [n for n in getattr(module, name).graph.nodes if n.op == "placeholder"]
         keys = [ph.name if w else None for ph, w in zip(placeholders, arg_is_weight)]
-        setattr(module, name, KilnRegion(exe, arg_is_weight, keys, device))
+        region = KilnRegion(exe, arg_is_weight, keys, device)
+        setattr(module, name, region)
+        region_modules.append(region)
         region_reports.append((name, graph.op_counts(), exe.arena_bytes()))
     module.recompile()
-    report = GraphReport(parts.decisions, region_reports, time.perf_counter() - start)
+    report = GraphReport(parts.decisions, region_reports, time.perf_counter() - start, region_modules)
     return module, report
 
 

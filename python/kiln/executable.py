@@ -43,6 +43,17 @@ class Executable:
     def arena_bytes(self) -> int:
         return self._native.arena_bytes()
 
+    def arena_address(self) -> int:
+        """Start of kiln's activation arena (0 before the first call or when none is needed)."""
+        return self._native.arena_address()
+
+    def literal_bytes(self) -> int:
+        return self._native.literal_bytes()
+
+    def bound_weights(self) -> dict:
+        """key -> the address kiln reads that weight from (the caller's own storage)."""
+        return self._native.bound_weights()
+
     def describe(self) -> str:
         return self._native.describe()
 

@@ -112,7 +112,9 @@ def import_graph(gm: fx.GraphModule, weights: set[str]) -> Graph:
             except Error as e:
                 raise ImportFailure(node, str(e)) from None
             _check_types(node, outs)
-            single = len(node.target._schema.returns) == 1
+            returns = node.target._schema.returns
+            # One Tensor return is the value itself; several returns or one Tensor[] return (split, unbind) stay a list.
+            single = len(returns) == 1 and not isinstance(returns[0].type, torch.ListType)
             env[node] = outs[0] if single else outs
         elif node.op == "output":
             results = node.args[0]

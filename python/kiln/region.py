@@ -15,8 +15,11 @@ class KilnRegion(torch.nn.Module):
         super().__init__()
         self.exe = exe
         self.device = device
-        self.arg_is_weight = arg_is_weight
+        # Weights the optimized program no longer reads (dead code) are not bound.
+        live = set(exe.weight_keys())
         self.weight_keys = weight_keys
+        self.arg_is_weight = [w and k in live for w, k in zip(arg_is_weight, weight_keys)]
+        self.arg_is_dead = [w and k not in live for w, k in zip(arg_is_weight, weight_keys)]
         self.bound_ptrs: list[int | None] = [None] * len(arg_is_weight)
         # Holds every bound weight so its storage lives as long as kiln reads it.
         self.bound_tensors: list[torch.Tensor | None] = [None] * len(arg_is_weight)
@@ -33,6 +36,8 @@ class KilnRegion(torch.nn.Module):
     def forward(self, *args):
         inputs = []
         for i, (arg, is_weight) in enumerate(zip(args, self.arg_is_weight)):
+            if self.arg_is_dead[i]:
+                continue
             if is_weight:
                 if arg.data_ptr() != self.bound_ptrs[i] or arg is not self.bound_tensors[i]:
                     self.bind(i, arg)

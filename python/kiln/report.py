@@ -12,6 +12,7 @@ class GraphReport:
     decisions: list  # partition.NodeDecision, in graph order
     regions: list  # (region name, {kiln op: count}, arena bytes)
     compile_seconds: float
+    region_modules: list = dataclasses.field(default_factory=list, repr=False)  # the KilnRegion modules
 
     @property
     def lowered(self):

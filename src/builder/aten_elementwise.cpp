@@ -1,5 +1,7 @@
 // ATen adapters for elementwise ops: arithmetic with alpha, comparisons,
 // unary math, clamps, where, casts and identities.
+#include <utility>
+
 #include "builder/aten_call.h"
 
 namespace kiln::aten_internal {
@@ -8,15 +10,17 @@ namespace {
 
 std::vector<Value*> one(Value* v) { return {v}; }
 
-// self <op> other, with torch's `alpha` scaling of `other` where the overload has it.
+// self <op> other, with torch's `alpha` scaling the second operand where the overload has it;
+// `reversed` (rsub) computes other <op> alpha * self.
 AtenAdapter binary(const char* op, bool has_alpha = false, bool reversed = false) {
   return [op, has_alpha, reversed](AtenCall& c) {
-    Operand self = c.operand("self"), other = c.operand("other");
+    Operand first = c.operand("self"), second = c.operand("other");
+    if (reversed) std::swap(first, second);
     if (has_alpha && c.has("alpha") && c.number("alpha") != 1.0) {
-      DType t = c.b.result_type({self, other});
-      other = c.b.elementwise("mul", {other, c.b.scalar(c.number("alpha"), t)});
+      DType t = c.b.result_type({first, second});
+      second = c.b.elementwise("mul", {second, c.b.scalar(c.number("alpha"), t)});
     }
-    return one(reversed ? c.b.elementwise(op, {other, self}) : c.b.elementwise(op, {self, other}));
+    return one(c.b.elementwise(op, {first, second}));
   };
 }
 
@@ -37,6 +41,23 @@ std::vector<Value*> clamp(AtenCall& c, const char* lo_name, const char* hi_name)
   if (lo && hi) return one(c.b.elementwise("clamp", {x, c.b.to_value(c.operand(lo_name), t), c.b.to_value(c.operand(hi_name), t)}));
   if (lo) return one(c.b.elementwise("maximum", {x, c.b.to_value(c.operand(lo_name), t)}));
   return one(c.b.elementwise("minimum", {x, c.b.to_value(c.operand(hi_name), t)}));
+}
+
+// x ** e for an integer tensor, by squaring (wraps on overflow like torch).
+Value* int_pow(AtenCall& c, Value* x, int64_t e) {
+  if (e == 0) {
+    Attrs a;
+    a.set("shape", x->type.dims);
+    a.set("value", 1.0);
+    a.set("dtype", x->type.dtype);
+    return c.b.op1("full", {}, std::move(a));
+  }
+  Value* result = nullptr;
+  for (Value* base = x; e > 0; e >>= 1) {
+    if (e & 1) result = result == nullptr ? base : c.b.elementwise("mul", {result, base});
+    if (e > 1) base = c.b.elementwise("mul", {base, base});
+  }
+  return result;
 }
 
 }  // namespace
@@ -66,7 +87,14 @@ void register_elementwise_adapters(AdapterMap& m) {
   m["aten.logical_or.default"] = binary("logical_or");
   m["aten.logical_not.default"] = unary("logical_not");
   m["aten.pow.Tensor_Scalar"] = [](AtenCall& c) {
-    return one(c.b.elementwise("pow", {c.operand("self"), c.operand("exponent")}));
+    Operand self = c.operand("self"), exponent = c.operand("exponent");
+    DType t = c.b.result_type({self, exponent});
+    if (is_floating(t)) return one(c.b.elementwise("pow", {self, exponent}));
+    // Integer pow stays integer in torch: exact repeated multiplication for a small constant exponent.
+    const auto* e = std::get_if<int64_t>(&exponent);
+    if (e == nullptr || !std::holds_alternative<Value*>(self) || *e < 0 || *e > 64)
+      c.unsupported("integer pow needs a tensor base and a constant exponent in [0, 64]");
+    return one(int_pow(c, c.b.cast(std::get<Value*>(self), t), *e));
   };
   m["aten.pow.Tensor_Tensor"] = m["aten.pow.Tensor_Scalar"];
   m["aten.pow.Scalar"] = m["aten.pow.Tensor_Scalar"];

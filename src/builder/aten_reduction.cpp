@@ -49,9 +49,22 @@ AtenAdapter value_and_index(const char* value_op, const char* index_op) {
   };
 }
 
+// any/all over `dim` (absent: every axis): amax/amin of the values read as bool.
+AtenAdapter logical_reduce(const char* op) {
+  return [op](AtenCall& c) {
+    Value* x = c.b.cast(c.b.cast(c.tensor("self"), DType::boolean), DType::u8);
+    Attrs a;
+    a.set("dims", c.ints_or("dim", {}));
+    a.set("keepdim", c.flag_or("keepdim", false));
+    return one(c.b.cast(c.b.op1(op, {x}, std::move(a)), DType::boolean));
+  };
+}
+
 }  // namespace
 
 void register_reduction_adapters(AdapterMap& m) {
+  for (const char* t : {"aten.any.dim", "aten.any.dims", "aten.any.default"}) m[t] = logical_reduce("amax");
+  for (const char* t : {"aten.all.dim", "aten.all.dims", "aten.all.default"}) m[t] = logical_reduce("amin");
   m["aten.sum.dim_IntList"] = reduce("sum");
   m["aten.sum.default"] = reduce("sum");
   m["aten.mean.dim"] = reduce("mean");

@@ -52,8 +52,9 @@ std::vector<Value*> split(AtenCall& c, const std::vector<int64_t>& sizes, int64_
 }  // namespace
 
 void register_shape_adapters(AdapterMap& m) {
-  for (const char* t : {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default"})
+  for (const char* t : {"aten.view.default", "aten._unsafe_view.default"})
     m[t] = [](AtenCall& c) { return one(c.b.reshape(c.tensor("self"), c.ints("size"))); };
+  m["aten.reshape.default"] = [](AtenCall& c) { return one(c.b.reshape(c.tensor("self"), c.ints("shape"))); };
   m["aten.permute.default"] = [](AtenCall& c) { return one(c.b.permute(c.tensor("self"), c.ints("dims"))); };
   m["aten.t.default"] = [](AtenCall& c) {
     Value* x = c.tensor("self");
@@ -142,6 +143,11 @@ void register_shape_adapters(AdapterMap& m) {
     Operand v = c.operand("fill_value");
     DType t = c.dtype("dtype").value_or(default_dtype({v}));
     return one(c.b.op1("full", {}, attrs({{"shape", c.ints("size")}, {"value", as_double(v)}, {"dtype", t}})));
+  };
+  m["aten.full_like.default"] = [](AtenCall& c) {
+    Value* self = c.tensor("self");
+    DType t = c.dtype("dtype").value_or(self->type.dtype);
+    return one(c.b.op1("full", {}, attrs({{"shape", self->type.dims}, {"value", as_double(c.operand("fill_value"))}, {"dtype", t}})));
   };
   m["aten.scalar_tensor.default"] = [](AtenCall& c) {
     Operand v = c.operand("s");

@@ -18,14 +18,22 @@ Value* Graph::new_value(const std::string& name, TensorType type, ValueKind kind
   v->name = std::move(n);
   v->type = std::move(type);
   v->kind = kind;
+  by_name_[v->name] = v.get();
   values_.push_back(std::move(v));
   return values_.back().get();
 }
 
 Value* Graph::find_value(std::string_view name) const {
-  for (const auto& v : values_)
-    if (v->name == name) return v.get();
-  return nullptr;
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+void Graph::rename(Value* value, const std::string& name) {
+  if (value->name == name) return;
+  KILN_CHECK(find_value(name) == nullptr, "cannot rename %", value->name, " to %", name, ": the name is taken");
+  by_name_.erase(value->name);
+  value->name = name;
+  by_name_[name] = value;
 }
 
 std::string Graph::fresh_name(std::string_view hint) {
@@ -146,8 +154,10 @@ void Graph::erase_node(Node* node) {
                out->name, "' is still used");
   for (Value* in : node->inputs) remove_one_use(in, node);
   size_t pos = position(node);
-  for (Value* out : node->outputs)
+  for (Value* out : node->outputs) {
+    by_name_.erase(out->name);
     values_.erase(std::find_if(values_.begin(), values_.end(), [&](const auto& v) { return v.get() == out; }));
+  }
   nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(pos));
 }
 
@@ -156,6 +166,7 @@ void Graph::erase_value(Value* value) {
   KILN_CHECK(value->users.empty() && !is_graph_output(value), "cannot erase '%", value->name,
              "': it is still used");
   for (auto* list : {&inputs_, &weights_, &literals_}) std::erase(*list, value);
+  by_name_.erase(value->name);
   values_.erase(std::find_if(values_.begin(), values_.end(), [&](const auto& v) { return v.get() == value; }));
 }
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/attr.h"
@@ -94,6 +95,8 @@ class Graph {
   bool is_graph_output(const Value* v) const;
 
   Value* find_value(std::string_view name) const;
+  // Gives `value` a new name, which must be free.
+  void rename(Value* value, const std::string& name);
   std::string fresh_name(std::string_view hint = "v");
 
  private:
@@ -103,6 +106,7 @@ class Graph {
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> inputs_, weights_, literals_, outputs_;
+  std::unordered_map<std::string, Value*> by_name_;  // every live value, by name
   int64_t next_name_ = 0;
 };
 

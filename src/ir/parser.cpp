@@ -35,12 +35,12 @@ template <typename... Parts>
 std::string describe(const Token& t) {
   switch (t.kind) {
     case Tok::end: return "end of input";
-    case Tok::ident: return "'" + t.text + "'";
-    case Tok::number: return "number " + t.text;
-    case Tok::string: return "string " + quote_string(t.text);
+    case Tok::ident: return str_cat("'", t.text, "'");
+    case Tok::number: return str_cat("number ", t.text);
+    case Tok::string: return str_cat("string ", quote_string(t.text));
     case Tok::value: return value_ref(t.text);
-    case Tok::node_name: return "@" + quote_string(t.text);
-    case Tok::punct: return "'" + t.text + "'";
+    case Tok::node_name: return str_cat("@", quote_string(t.text));
+    case Tok::punct: return str_cat("'", t.text, "'");
   }
   return "?";
 }
@@ -537,7 +537,8 @@ class Parser {
             outs.push_back(use(scope, next()));
             if (!is(peek(), ",")) break;
             next();
-            if (peek().kind != Tok::value) fail_at(peek(), "expected a value after ',' in return, got ", describe(peek()));
+            if (peek().kind != Tok::value)
+              fail_at(peek(), "expected a value after ',' in return, got ", describe(peek()));
           }
         }
         g.set_outputs(std::move(outs));

@@ -84,7 +84,8 @@ void print_node_to(std::ostringstream& out, const Node& n, int indent) {
   }
   if (!n.outputs.empty()) {
     out << " : ";
-    for (size_t i = 0; i < n.outputs.size(); ++i) out << (i ? ", " : "") << (n.outputs[i] ? to_string(n.outputs[i]->type) : "?");
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      out << (i ? ", " : "") << (n.outputs[i] ? to_string(n.outputs[i]->type) : "?");
   }
   if (n.outputs.empty() || n.outputs[0] == nullptr || n.name != n.outputs[0]->name)
     out << " @" << (is_bare_name(n.name) ? n.name : quote_string(n.name));
@@ -154,7 +155,9 @@ std::string quote_string(std::string_view s) {
 }
 
 std::string value_ref(std::string_view name) {
-  return is_bare_name(name) ? "%" + std::string(name) : "%" + quote_string(name);
+  std::string out = "%";
+  out += is_bare_name(name) ? std::string(name) : quote_string(name);
+  return out;
 }
 
 uint64_t canonical_nan_bits(DType dtype, bool negative) {

@@ -58,7 +58,8 @@ bool cse(Graph& graph) {
     if (inserted) continue;
     Node* keep = it->second;
     bool blocked = false;
-    for (size_t i = 0; i < node->outputs.size(); ++i) blocked = blocked || both_outputs(graph, keep->outputs[i], node->outputs[i]);
+    for (size_t i = 0; i < node->outputs.size(); ++i)
+      blocked = blocked || both_outputs(graph, keep->outputs[i], node->outputs[i]);
     if (blocked) continue;
     for (size_t i = 0; i < node->outputs.size(); ++i) graph.replace_all_uses(node->outputs[i], keep->outputs[i]);
     graph.erase_node(node);

@@ -98,7 +98,7 @@ bool fold_literals(Graph& graph, const FoldOptions& options) {
       renames.emplace_back(lit, out->name);
     }
     graph.erase_node(node);
-    for (auto& [lit, name] : renames) lit->name = std::move(name);
+    for (auto& [lit, name] : renames) graph.rename(lit, name);
     changed = true;
   }
   return changed;

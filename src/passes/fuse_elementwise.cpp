@@ -68,14 +68,13 @@ class Fuser {
     parent_.resize(n);
     members_.resize(n);
     min_pos_.resize(n);
-    max_pos_.resize(n);
     class_.resize(n);
     candidate_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       index_[nodes_[i]] = static_cast<int>(i);
       parent_[i] = static_cast<int>(i);
       members_[i] = {static_cast<int>(i)};
-      min_pos_[i] = max_pos_[i] = static_cast<int>(i);
+      min_pos_[i] = static_cast<int>(i);
       const Node& node = *nodes_[i];
       ComputeClass c = ComputeClass::any;
       for (const Value* v : node.inputs) c = join(c, class_of(v->type.dtype));
@@ -189,7 +188,6 @@ class Fuser {
     std::sort(members_[ua].begin(), members_[ua].end());
     members_[ub].clear();
     min_pos_[ua] = std::min(min_pos_[ua], min_pos_[ub]);
-    max_pos_[ua] = std::max(max_pos_[ua], max_pos_[ub]);
     class_[ua] = join(class_[ua], class_[ub]);
     candidate_[ua] = candidate_[ua] && candidate_[ub];
   }
@@ -312,7 +310,7 @@ class Fuser {
     // All members go, the dead ones too (only dead members read them).
     const std::vector<int>& all = members_[static_cast<size_t>(root)];
     for (auto it = all.rbegin(); it != all.rend(); ++it) graph_.erase_node(nodes_[static_cast<size_t>(*it)]);
-    for (size_t i = 0; i < outputs.size(); ++i) node->outputs[i]->name = final_names[i];
+    for (size_t i = 0; i < outputs.size(); ++i) graph_.rename(node->outputs[i], final_names[i]);
     node->name = node->outputs[0]->name;
     return node;
   }
@@ -328,7 +326,7 @@ class Fuser {
   std::unordered_map<const Node*, int> index_;
   std::vector<int> parent_;
   std::vector<std::vector<int>> members_;  // for roots: member indices, ascending
-  std::vector<int> min_pos_, max_pos_;
+  std::vector<int> min_pos_;  // for roots: the first member's position
   std::vector<ComputeClass> class_;
   std::vector<bool> candidate_;
 };

@@ -255,6 +255,14 @@ void bind_executable(nb::module_& m) {
       .def("output_types", [](const Executable& e) { return types_to_py(e.output_types()); })
       .def("weight_keys", &Executable::weight_keys)
       .def("arena_bytes", [](const Executable& e) { return e.plan().arena_bytes; })
+      .def("arena_address", [](const Executable& e) { return reinterpret_cast<uintptr_t>(e.arena_data()); })
+      .def("literal_bytes", &Executable::literal_bytes)
+      .def("bound_weights",
+           [](const Executable& e) {
+             std::map<std::string, uintptr_t> out;
+             for (const auto& [key, ptr] : e.bound_weights()) out[key] = reinterpret_cast<uintptr_t>(ptr);
+             return out;
+           })
       .def("describe", &Executable::describe)
       .def("graph_text", [](const Executable& e) { return print_graph(e.graph()); });
 
@@ -275,6 +283,9 @@ void bind_executable(nb::module_& m) {
 NB_MODULE(_kiln, m) {
   m.doc() = "kiln's C++ core: graphs, ops, compilation and execution";
 
+  // Compiled programs live in torch's global caches until interpreter exit;
+  // objects still alive then are not leaks worth a report.
+  nb::set_leak_warnings(false);
   nb::exception<Error>(m, "Error", PyExc_RuntimeError);
 
   nb::enum_<DType>(m, "DType")

@@ -229,4 +229,18 @@ std::string Executable::describe() const {
   return out.str();
 }
 
+std::vector<std::pair<std::string, const void*>> Executable::bound_weights() const {
+  std::vector<std::pair<std::string, const void*>> out;
+  const auto& weights = graph_->weights();
+  for (size_t i = 0; i < weights.size(); ++i)
+    if (weight_bound_[i]) out.emplace_back(weights[i]->weight_key, weight_data_[i]);
+  return out;
+}
+
+int64_t Executable::literal_bytes() const {
+  int64_t total = 0;
+  for (const Value* v : graph_->literals()) total += static_cast<int64_t>(v->literal_data.size());
+  return total;
+}
+
 }  // namespace kiln

@@ -62,6 +62,10 @@ class Executable {
   Device device() const { return device_; }
   // The arena, or null before the first call (or when the plan needs none).
   const void* arena_data() const { return arena_.data(); }
+  // Where each bound weight points (key, pointer): the caller's own memory.
+  std::vector<std::pair<std::string, const void*>> bound_weights() const;
+  // Bytes of literal data the graph carries (small constants, never weights).
+  int64_t literal_bytes() const;
   // The kernel list and the memory plan, as text.
   std::string describe() const;
 

@@ -50,17 +50,20 @@ TEST(IrParserErrors, BadDtype) {
 }
 
 TEST(IrParserErrors, MalformedNumbers) {
-  expect_parse_error(graph_with("  input %y : f32[2,3q]"), {"line 3:20:", "malformed or out-of-range integer '3q' for dim"});
+  expect_parse_error(graph_with("  input %y : f32[2,3q]"),
+                     {"line 3:20:", "malformed or out-of-range integer '3q' for dim"});
   expect_parse_error(graph_with("  input %y : f32[2,x]"), {"line 3:20:", "expected dim, got 'x'"});
   expect_parse_error(graph_with("  literal %c : f32[1] = [1.5.5]"),
                      {"line 3:26:", "malformed or out-of-range number '1.5.5' for a f32 literal"});
   expect_parse_error(graph_with("  literal %c : f32[1] = [1e39]"), {"line 3:26:", "'1e39'"});
-  expect_parse_error(graph_with("  literal %c : i8[1] = [300]"), {"line 3:25:", "out-of-range value '300' for a i8 literal"});
+  expect_parse_error(graph_with("  literal %c : i8[1] = [300]"),
+                     {"line 3:25:", "out-of-range value '300' for a i8 literal"});
   expect_parse_error(graph_with("  literal %c : i64[1] = [9223372036854775808]"),
                      {"line 3:26:", "malformed or out-of-range integer"});
   expect_parse_error(graph_with("  literal %c : i32[1] = [1.5]"), {"line 3:26:", "integer '1.5'"});
   expect_parse_error(graph_with("  literal %c : f16[1] = [0x12345]"), {"line 3:26:", "malformed hex bits"});
-  expect_parse_error(graph_with("  %y = relu(%x) {a=1.2.3} : f32[2,3]"), {"line 3:20:", "malformed or out-of-range float '1.2.3'"});
+  expect_parse_error(graph_with("  %y = relu(%x) {a=1.2.3} : f32[2,3]"),
+                     {"line 3:20:", "malformed or out-of-range float '1.2.3'"});
 }
 
 TEST(IrParserErrors, TrailingJunk) {

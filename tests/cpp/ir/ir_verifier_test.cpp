@@ -169,7 +169,8 @@ TEST(IrVerifier, MismatchedFusedBodyNamesTheNode) {
   Fused in_type;
   in_type.f->body->inputs()[0]->type = TensorType(DType::f32, {3, 2});
   in_type.f->body->nodes()[0]->outputs[0]->type = TensorType(DType::f32, {3, 2});
-  expect_verify_error(in_type.g, {"node 'f' (fused): input 0 (%x) has type f32[2,3] but body input %a has type f32[3,2]"});
+  expect_verify_error(in_type.g,
+                      {"node 'f' (fused): input 0 (%x) has type f32[2,3] but body input %a has type f32[3,2]"});
 
   Fused out_count;
   out_count.f->body->set_outputs({});

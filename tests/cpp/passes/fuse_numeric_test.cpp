@@ -25,7 +25,8 @@ void expect_topological(const Graph& g) {
   defined.insert(g.weights().begin(), g.weights().end());
   defined.insert(g.literals().begin(), g.literals().end());
   for (const Node* n : g.nodes()) {
-    for (const Value* v : n->inputs) EXPECT_TRUE(defined.count(v)) << "node " << n->name << " reads %" << v->name << " before it is defined";
+    for (const Value* v : n->inputs)
+      EXPECT_TRUE(defined.count(v)) << "node " << n->name << " reads %" << v->name << " before it is defined";
     defined.insert(n->outputs.begin(), n->outputs.end());
   }
   for (const Value* v : g.outputs()) EXPECT_TRUE(defined.count(v));

@@ -54,7 +54,8 @@ inline std::vector<Bytes> interpret(const Graph& g, const std::vector<Bytes>& in
     Bytes out(static_cast<size_t>(view.numel()) * size);
     int64_t i = 0;
     cpu::for_each_offset<1>(view.dims, {&view.strides}, 0, view.numel(), [&](const std::array<int64_t, 1>& o) {
-      std::memcpy(out.data() + static_cast<size_t>(i++) * size, static_cast<uint8_t*>(view.data) + o[0] * static_cast<int64_t>(size), size);
+      const uint8_t* src = static_cast<const uint8_t*>(view.data) + o[0] * static_cast<int64_t>(size);
+      std::memcpy(out.data() + static_cast<size_t>(i++) * size, src, size);
     });
     results.push_back(std::move(out));
   }

@@ -23,7 +23,11 @@ namespace {
 using PassFn = bool (*)(Graph&);
 bool fold_default(Graph& g) { return fold_literals(g); }
 const std::vector<std::pair<std::string, PassFn>> kPasses = {
-    {"dce", dce}, {"cse", cse}, {"simplify", simplify}, {"fold_literals", fold_default}, {"fuse_elementwise", fuse_elementwise}};
+    {"dce", dce},
+    {"cse", cse},
+    {"simplify", simplify},
+    {"fold_literals", fold_default},
+    {"fuse_elementwise", fuse_elementwise}};
 
 // Values equal (NaN equals NaN; -0 equals +0, since x+0 is simplified away).
 void expect_same_values(const Graph& g, const std::vector<test::Bytes>& want, const std::vector<test::Bytes>& got) {

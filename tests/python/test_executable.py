@@ -1,0 +1,117 @@
+"""kiln's own graph API and the Executable call path: results against NumPy,
+and clear errors that name the input, weight, op or option at fault."""
+
+import numpy as np
+import pytest
+import torch
+
+import kiln
+from kiln.region import KilnRegion
+
+
+def small_graph():
+    g = kiln.Graph()
+    x = g.input("x", "f32", [2, 3])
+    w = g.weight("w", "f32", [4, 3])
+    y = g.op("matmul", [x, g.op("permute", [w], {"dims": [1, 0]})[0]])[0]
+    g.set_outputs([g.op("relu", [y])[0]])
+    return g
+
+
+def test_graph_api_matches_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3), dtype=np.float32)
+    w = rng.standard_normal((4, 3), dtype=np.float32)
+    exe = kiln.compile_graph(small_graph())
+    exe.bind_weight("w", w)
+    (out,) = exe(x)
+    np.testing.assert_allclose(out, np.maximum(x @ w.T, 0), rtol=1e-6, atol=1e-6)
+    assert exe.bound_weights()["w"] == w.ctypes.data  # by pointer, no copy
+
+
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        (np.zeros((2, 3), np.float64), "input 0 (%x) has dtype f64, expected f32"),
+        (np.zeros((3, 2), np.float32), "input 0 (%x)"),
+        (np.zeros((2, 3, 1), np.float32), "input 0 (%x)"),
+        (np.zeros((6,), np.float32), "input 0 (%x)"),
+    ],
+)
+def test_wrong_input_is_named(bad, fragment):
+    exe = kiln.compile_graph(small_graph())
+    exe.bind_weight("w", np.ones((4, 3), np.float32))
+    with pytest.raises(kiln.Error, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        exe(bad)
+
+
+def test_wrong_input_count_and_unbound_weight_are_named():
+    exe = kiln.compile_graph(small_graph())
+    with pytest.raises(kiln.Error, match="w"):
+        exe(np.zeros((2, 3), np.float32))  # weight never bound
+    exe.bind_weight("w", np.ones((4, 3), np.float32))
+    with pytest.raises(kiln.Error, match="input"):
+        exe.run([], [np.zeros((2, 4), np.float32)])
+    with pytest.raises(kiln.Error, match="weight 'w'"):
+        exe.bind_weight("w", np.ones((3, 4), np.float32))
+
+
+def test_wrong_device_is_named():
+    exe = kiln.compile_graph(small_graph())
+    exe.bind_weight("w", np.ones((4, 3), np.float32))
+    meta = torch.empty((2, 3), device="meta")
+    with pytest.raises((kiln.Error, BufferError, RuntimeError, TypeError)):
+        exe.run([meta], [np.zeros((2, 4), np.float32)])
+
+
+def test_unknown_op_attribute_and_dtype_errors():
+    g = kiln.Graph()
+    x = g.input("x", "f32", [2, 3])
+    with pytest.raises(kiln.Error, match="unknown op 'frobnicate'"):
+        g.op("frobnicate", [x])
+    with pytest.raises(kiln.Error, match="has no attribute 'axis'"):
+        g.op("softmax", [x], {"axis": 1})
+    with pytest.raises(kiln.Error, match="unknown dtype 'f33'"):
+        g.input("y", "f33", [1])
+    with pytest.raises(kiln.Error, match="cannot broadcast"):
+        g.op("add", [x, g.input("z", "f32", [4])])
+
+
+def test_text_form_round_trips_through_python():
+    g = small_graph()
+    again = kiln.Graph.parse(g.text())
+    assert again.text() == g.text()
+
+
+def test_region_executable_path_names_bad_inputs_and_leaves_weights_intact():
+    """The executable path without Dynamo's guards: wrong inputs raise errors
+    naming the input, and a failing call changes no parameter."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 3)).eval()
+    ids = torch.tensor([[1, 2, 3]])
+    program = kiln.compile(model, [ids])
+    region = next(m for m in program.module.modules() if isinstance(m, KilnRegion))
+    weights = [p.detach().clone() for p in model.parameters()]
+    captured = {}
+    forward = region.forward
+
+    def spy(*args):
+        captured["args"] = args
+        return forward(*args)
+
+    region.forward = spy
+    with torch.no_grad():
+        good = program(ids)
+    args = list(captured["args"])
+    (slot,) = [i for i, w in enumerate(region.arg_is_weight) if not w and not region.arg_is_dead[i]]
+    with pytest.raises(kiln.Error, match="dtype f32, expected i64"):
+        region(*args[:slot], ids.float(), *args[slot + 1 :])
+    with pytest.raises(kiln.Error, match=r"input 0 \(%\w+\)"):
+        region(*args[:slot], torch.tensor([[1, 2, 3, 4]]), *args[slot + 1 :])
+    with pytest.raises(kiln.Error, match="out of range"):
+        program(torch.tensor([[1, 2, 99]]))  # index past the embedding table
+    for before, p in zip(weights, model.parameters()):
+        assert torch.equal(before, p.detach())
+    with torch.no_grad():
+        assert torch.equal(program(ids), good)
+        assert torch.allclose(model(ids), good, atol=1e-6)
