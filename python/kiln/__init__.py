@@ -24,12 +24,6 @@ def compile(model, example_inputs, **options):
 
 def explain(model, *inputs, **options):
     """Compiles ``model`` with kiln and reports what was lowered and what fell back, op by op."""
-    from kiln.explain import explain_model
+    from kiln.explainer import explain_model
 
-    # The first import of the submodule kiln.explain rebinds the package attribute `explain` to that
-    # module; put this function back so that later calls of kiln.explain(...) still work.
-    globals()["explain"] = _explain
     return explain_model(model, inputs, Options.from_user(options))
-
-
-_explain = explain

@@ -27,7 +27,7 @@ from conftest import assert_close
 
 aten = torch.ops.aten
 f16, bf16, f32, f64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
-i32, i64, boolean = torch.int32, torch.int64, torch.bool
+i32, i64 = torch.int32, torch.int64
 
 
 # Inputs: drawn from a generator seeded by the case's name.
@@ -59,6 +59,17 @@ def strided(x):
     wide = torch.zeros(*x.shape[:-1], 2 * x.shape[-1], dtype=x.dtype)
     wide[..., ::2] = x
     return wide[..., ::2]
+
+
+def module(make):
+    """An eval-mode module built under a fixed seed (without touching the global RNG), buffers randomized too."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        m = make().eval()
+        for b in m.buffers():
+            if b.is_floating_point():
+                b.copy_(torch.rand_like(b) + 0.5)
+    return m
 
 
 @dataclasses.dataclass
@@ -155,6 +166,8 @@ case("pow_half", lambda x: x**0.5, lambda g: (positive(g, 3, 5),), "aten.pow.Ten
 case("pow_f16_cube", lambda x: x**3, lambda g: (randn(g, 5, 7, dtype=f16),), "aten.pow.Tensor_Scalar")
 case("pow_i64_square", lambda x: x**2, lambda g: (randint(g, 4, 5),), "aten.pow.Tensor_Scalar")
 case("pow_i32_cube_direct", lambda x: aten.pow.Tensor_Scalar(x, 5), lambda g: (randint(g, 4, 5, dtype=i32),), "aten.pow.Tensor_Scalar", direct=True)
+case("pow_i64_one_direct", lambda x: aten.pow.Tensor_Scalar(x, 1), lambda g: (randint(g, 4, 5),), "aten.pow.Tensor_Scalar", direct=True)
+case("alias_as_output_direct", lambda x: aten.alias.default(x), lambda g: (randint(g, 4, 5),), "aten.alias.default", direct=True)
 case("pow_i64_zero_direct", lambda x: aten.pow.Tensor_Scalar(x, 0), lambda g: (randint(g, 4, 5),), "aten.pow.Tensor_Scalar", direct=True)
 case("pow_i64_float_exp", lambda x: x**0.5, lambda g: (randint(g, 4, 5, lo=0),), "aten.pow.Tensor_Scalar")
 case("pow_int_tensor_falls_back", lambda x, y: torch.pow(x, y), lambda g: (randint(g, 4, 5), randint(g, 5, lo=0, hi=4)), (), fallback={"aten.pow.Tensor_Tensor": "integer pow"})
@@ -269,7 +282,7 @@ case("split_neg_dim", lambda x: [t * 2 for t in x.split(3, dim=-1)], lambda g: (
 case("split_direct", lambda x: tuple(aten.split.Tensor(x, 3, -1)[i] for i in range(3)), lambda g: (randn(g, 3, 7),), "aten.split.Tensor", direct=True)
 case("split_with_sizes", lambda x: [t + 1 for t in torch.split(x, [1, 4, 2], dim=-1)], lambda g: (randn(g, 3, 5, 7),), "aten.split_with_sizes.default")
 case("split_with_sizes_i64", lambda x: [t * 2 for t in torch.split(x, [2, 3], dim=0)], lambda g: (randint(g, 5, 4),), "aten.split_with_sizes.default")
-case("unbind", lambda x: [t + 1 for t in torch.unbind(x, 1)], lambda g: (randn(g, 3, 4, 5),), ())
+case("unbind", lambda x: [t + 1 for t in torch.unbind(x, 1)], lambda g: (randn(g, 3, 4, 5),), ("aten.slice.Tensor", "aten.squeeze.dims"))
 case("unbind_direct", lambda x: tuple(aten.unbind.int(x, -1)[i] for i in range(4)), lambda g: (randn(g, 3, 4),), "aten.unbind.int", direct=True)
 case("pad_2d", lambda x: F.pad(x, (1, 2, 0, 3), value=0.5), lambda g: (randn(g, 3, 5, 7),), "aten.constant_pad_nd.default")
 case("pad_negative_i64", lambda x: F.pad(x, (-1, 2)), lambda g: (randint(g, 3, 5),), "aten.constant_pad_nd.default")
@@ -286,7 +299,7 @@ case("embedding_padding_idx_direct", lambda w, i: aten.embedding.default(w, i, 2
 
 case("full", lambda x: x + torch.full((3, 5), 2.5), lambda g: (randn(g, 3, 5),), "aten.full.default")
 case("full_int", lambda x: x * torch.full((5,), 3), lambda g: (randint(g, 3, 5),), "aten.full.default")
-case("full_bool_output", lambda x: torch.full((2, 3), True), lambda g: (randn(g, 2),), ())
+case("full_bool_output", lambda x: torch.full((2, 3), True), lambda g: (randn(g, 2),), "aten.full.default")
 case("full_direct_f16", lambda x: aten.add.Tensor(aten.full.default([3, 5], 1.5, dtype=f16), x), lambda g: (randn(g, 3, 5, dtype=f16),), "aten.full.default", direct=True, dispatch=True)
 case("scalar_tensor_direct", lambda x: aten.mul.Tensor(x, aten.scalar_tensor.default(3.0)), lambda g: (randn(g, 3, 5),), "aten.scalar_tensor.default", direct=True, dispatch=True)
 case("scalar_tensor_dtype_direct", lambda x: aten.add.Tensor(x, aten.scalar_tensor.default(2, dtype=i64)), lambda g: (randint(g, 3, 5),), "aten.scalar_tensor.default", direct=True, dispatch=True)
@@ -308,7 +321,7 @@ case("bmm", torch.bmm, lambda g: (randn(g, 3, 4, 5), randn(g, 3, 5, 7)), "aten.b
 case("bmm_transposed", lambda a, b: torch.bmm(a, b.transpose(1, 2)), lambda g: (randn(g, 2, 4, 5), randn(g, 2, 7, 5)), "aten.bmm.default")
 case("matmul_bcast", torch.matmul, lambda g: (randn(g, 2, 3, 4, 5), randn(g, 5, 7)), ("aten.mm.default", "aten.view.default"))
 case("matmul_batched_bcast", torch.matmul, lambda g: (randn(g, 2, 3, 4, 5), randn(g, 3, 5, 6)), ("aten.bmm.default", "aten.expand.default"))
-case("matmul_vec", torch.matmul, lambda g: (randn(g, 3, 5), randn(g, 5)), ())
+case("matmul_vec", torch.matmul, lambda g: (randn(g, 3, 5), randn(g, 5)), ("aten.mul.Tensor", "aten.sum.dim_IntList"))
 case("matmul_direct", lambda a, b: aten.matmul.default(a, b), lambda g: (randn(g, 3, 4, 5), randn(g, 3, 5, 2)), "aten.matmul.default", direct=True)
 case("mm_int64_direct", lambda a, b: aten.mm.default(a, b), lambda g: (randint(g, 3, 4), randint(g, 4, 2)), "aten.mm.default", direct=True)
 case("linear", lambda x, w, b: F.linear(x, w, b), lambda g: (randn(g, 3, 5), randn(g, 7, 5), randn(g, 7)), ("aten.addmm.default", "aten.permute.default"))
@@ -354,7 +367,7 @@ case("avg_pool2d", lambda x: F.avg_pool2d(x, 2), lambda g: (randn(g, 2, 3, 7, 9)
 case("avg_pool2d_pad_exclude", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False), lambda g: (randn(g, 1, 2, 7, 8),), "aten.avg_pool2d.default")
 case("avg_pool2d_ceil_divisor", lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True, divisor_override=4), lambda g: (randn(g, 1, 2, 8, 7),), "aten.avg_pool2d.default")
 case("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 2)), lambda g: (randn(g, 2, 3, 7, 5),), "aten._adaptive_avg_pool2d.default")
-case("adaptive_avg_pool2d_1", lambda x: F.adaptive_avg_pool2d(x, 1), lambda g: (randn(g, 2, 3, 5, 5),), ())
+case("adaptive_avg_pool2d_1", lambda x: F.adaptive_avg_pool2d(x, 1), lambda g: (randn(g, 2, 3, 5, 5),), "aten.mean.dim")
 case("adaptive_avg_pool2d_direct", lambda x: aten.adaptive_avg_pool2d.default(x, [2, 3]), lambda g: (randn(g, 1, 3, 5, 7),), "aten.adaptive_avg_pool2d.default", direct=True)
 
 # ---- attention -----------------------------------------------------------------------------
@@ -394,12 +407,31 @@ case("argmin_dim", lambda x: x.argmin(1), lambda g: (transposed(randn(g, 5, 7)),
 case("argmin_f16_ties", lambda x: x.argmin(-1), lambda g: (randint(g, 4, 9, lo=0, hi=3).to(f16),), "aten.argmin.default")
 case("max_dim", lambda x: torch.max(x, 1), lambda g: (randn(g, 3, 5, 7),), "aten.max.dim")
 case("max_dim_keepdim_neg", lambda x: torch.max(x, -1, keepdim=True), lambda g: (randint(g, 3, 5, lo=0, hi=3),), "aten.max.dim")
-case("max_dim_values_only", lambda x: torch.max(x, 0).values * 2, lambda g: (randn(g, 5, 7),), ())
+case("max_dim_values_only", lambda x: torch.max(x, 0).values * 2, lambda g: (randn(g, 5, 7),), "aten.max.dim")
 case("min_dim", lambda x: torch.min(x, 0), lambda g: (randn(g, 5, 7, dtype=f64),), "aten.min.dim")
 case("min_dim_keepdim_f16", lambda x: torch.min(x, -2, keepdim=True), lambda g: (transposed(randn(g, 4, 6, dtype=f16)),), "aten.min.dim")
 case("max_all_falls_back", lambda x: x.max(), lambda g: (randn(g, 3, 5, 7),), (), fallback={"aten.max.default": "no kiln lowering"})
 case("mean_default_dtype_direct", lambda x: aten.mean.default(x, dtype=f64), lambda g: (randn(g, 3, 5),), "aten.mean.default", direct=True)
 case("sum_default_direct", lambda x: aten.sum.default(x), lambda g: (randint(g, 3, 5, dtype=i32),), "aten.sum.default", direct=True)
+
+# ---- any / all ---------------------------------------------------------------------------
+
+case("any_dim_bool", lambda x: x.any(-1), lambda g: (torch.rand(4, 5, generator=g) < 0.2,), "aten.any.dim")
+case("any_dims_keepdim_f32", lambda x: torch.any(x, dim=(0, 2), keepdim=True), lambda g: (randint(g, 3, 5, 7, lo=0, hi=2).float() * (torch.rand(3, 5, 7, generator=g) < 0.1),), "aten.any.dims")
+case("any_all_i64", lambda x: x.any(), lambda g: (randint(g, 4, 6, lo=0, hi=2) * 0,), "aten.any.default")
+case("any_transposed_f16", lambda x: x.any(0), lambda g: (transposed(randint(g, 5, 6, lo=-1, hi=2).to(f16)),), "aten.any.dim")
+case("all_dim_i32", lambda x: x.all(1), lambda g: (randint(g, 4, 5, lo=0, hi=3, dtype=i32),), ("aten.any.dim", "aten.logical_not.default"))
+case("all_dims_bool", lambda x: torch.all(x, dim=(-1, -2)), lambda g: (torch.rand(3, 2, 4, generator=g) < 0.9,), ("aten.any.dims", "aten.logical_not.default"))
+case("all_default_nan_is_true", lambda x: x.all(), lambda g: (torch.tensor([1.0, float("nan"), -2.0]),), "aten.any.dims")
+case("all_dim_direct", lambda x: aten.all.dim(x, -1, True), lambda g: (randint(g, 3, 5, lo=0, hi=3),), "aten.all.dim", direct=True)
+case("all_dims_direct", lambda x: aten.all.dims(x, [0, 2]), lambda g: (torch.rand(3, 4, 5, generator=g) < 0.8,), "aten.all.dims", direct=True)
+case("all_default_direct", lambda x: aten.all.default(x), lambda g: (randbool(g, 3, 5),), "aten.all.default", direct=True)
+case("any_default_direct", lambda x: aten.any.default(x), lambda g: (randint(g, 3, 5, lo=0, hi=2),), "aten.any.default", direct=True)
+case("full_like", lambda x: torch.full_like(x, 3.5) + x, lambda g: (randn(g, 3, 5, 7),), ("aten.full_like.default",))
+case("full_like_dtype_direct", lambda x: aten.full_like.default(x, 7, dtype=i32), lambda g: (transposed(randn(g, 5, 6)),), "aten.full_like.default", direct=True)
+case("zeros_like_ones_like", lambda x: torch.zeros_like(x) + torch.ones_like(x) * x, lambda g: (randint(g, 3, 5),), "aten.full_like.default")
+case("sdpa_compiled", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), lambda g: (randn(g, 1, 2, 5, 8), randn(g, 1, 2, 7, 8), randn(g, 1, 2, 7, 8)), ("aten.bmm.default", "aten._softmax.default"))
+case("sdpa_compiled_causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), lambda g: (randn(g, 1, 2, 6, 8), randn(g, 1, 2, 6, 8), randn(g, 1, 2, 6, 8)), ("aten.bmm.default", "aten._softmax.default"))
 
 # ---- edge cases: promotion corners, special values, views as outputs ---------------------------
 
@@ -456,6 +488,18 @@ case("big_layer_norm", lambda x, w, b: F.layer_norm(x, (1025,), w, b), lambda g:
 case("big_conv2d", lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda g: (randn(g, 2, 17, 19, 23), randn(g, 13, 17, 3, 3), randn(g, 13)), "aten.convolution.default")
 case("big_max_pool2d", lambda x: F.max_pool2d(x, 3, 2), lambda g: (randn(g, 2, 8, 45, 47),), "aten.max_pool2d_with_indices.default")
 case("big_cat", lambda x, y: torch.cat([x, y], 1), lambda g: (randn(g, 40, 700), transposed(randn(g, 40, 333))), "aten.cat.default")
+
+# ---- unusual input layouts and modules with weights ------------------------------------------
+
+case("input_storage_offset", lambda x, y: x * y, lambda g: (randn(g, 6, 9)[1:4, 2:7], randn(g, 8, 5)[3:6]), "aten.mul.Tensor")
+case("input_expanded_stride0", lambda x: x.exp() + 1, lambda g: (randn(g, 5, 1).expand(5, 7),), "aten.exp.default")
+case("input_same_tensor_twice", lambda x, y: x - y * 2, lambda g: (lambda t: (t, t))(randn(g, 4, 5)), "aten.sub.Tensor")
+case("input_negative_offset_view_i64", lambda x: x.sum(-1), lambda g: (randint(g, 7, 8)[2:, 1::3],), "aten.sum.dim_IntList")
+case("max_pool2d_channels_last", lambda x: F.max_pool2d(x, 2), lambda g: (randn(g, 2, 3, 6, 7).to(memory_format=torch.channels_last),), "aten.max_pool2d_with_indices.default")
+case("module_linear", module(lambda: torch.nn.Linear(5, 7)), lambda g: (randn(g, 2, 3, 5),), "aten.addmm.default")
+case("module_conv_bn_relu", module(lambda: torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU())), lambda g: (randn(g, 2, 3, 5, 7),), ("aten.convolution.default", "aten._native_batch_norm_legit_no_training.default", "aten.relu.default"))
+case("module_layer_norm", module(lambda: torch.nn.LayerNorm(7)), lambda g: (randn(g, 3, 5, 7),), "aten.native_layer_norm.default")
+case("module_embedding", module(lambda: torch.nn.Embedding(11, 6)), lambda g: (randint(g, 3, 4, lo=0, hi=11),), "aten.embedding.default")
 
 # ---- small compositions (several ops in one region) -------------------------------------------
 
