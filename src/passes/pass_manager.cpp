@@ -5,6 +5,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "support/log.h"
 #include "passes/passes.h"
 #include "support/env.h"
 #include "support/error.h"
@@ -51,6 +52,8 @@ class Runner {
     }
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
     result.stats.push_back(PassStats{name, changed, us.count()});
+    log_at(LogLevel::debug, "pass ", name, ": ", changed ? "changed" : "unchanged", ", ", us.count(), " us, ",
+           graph_.num_nodes(), " nodes");
     result.changed = result.changed || changed;
     if (options_.verify) {
       try {
