@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,6 +59,14 @@ const AtenAdapter* find_aten_adapter(std::string_view target);
 std::vector<std::string> aten_targets();  // sorted
 
 namespace aten_internal {
+// Small helpers the adapter files share.
+inline std::vector<Value*> one(Value* v) { return {v}; }
+inline Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {
+  Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
 using AdapterMap = std::map<std::string, AtenAdapter, std::less<>>;
 void register_elementwise_adapters(AdapterMap& map);
 void register_shape_adapters(AdapterMap& map);

@@ -8,8 +8,6 @@ namespace kiln::aten_internal {
 
 namespace {
 
-std::vector<Value*> one(Value* v) { return {v}; }
-
 // self <op> other, with torch's `alpha` scaling the second operand where the overload has it;
 // `reversed` (rsub) computes other <op> alpha * self.
 AtenAdapter binary(const char* op, bool has_alpha = false, bool reversed = false) {

@@ -6,14 +6,6 @@ namespace kiln::aten_internal {
 
 namespace {
 
-std::vector<Value*> one(Value* v) { return {v}; }
-
-Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {
-  Attrs a;
-  for (const auto& [k, v] : items) a.set(k, v);
-  return a;
-}
-
 // A 2-D pooling/convolution parameter given as one int or two.
 std::vector<int64_t> pair(const AtenCall& c, const char* name, std::vector<int64_t> fallback) {
   std::vector<int64_t> v = c.ints_or(name, fallback);
@@ -23,6 +15,17 @@ std::vector<int64_t> pair(const AtenCall& c, const char* name, std::vector<int64
 
 Value* scaled(GraphBuilder& b, Value* x, double factor) {
   return factor == 1.0 ? x : b.elementwise("mul", {x, factor});
+}
+
+// A norm's optional weight and bias as trailing inputs; a bias without a
+// weight gets a weight of ones (kiln's norms take them in that order).
+void append_affine(AtenCall& c, std::vector<Value*>& ins) {
+  Value* weight = c.opt_tensor("weight");
+  Value* bias = c.opt_tensor("bias");
+  if (bias != nullptr && weight == nullptr)
+    weight = c.b.op1("full", {}, attrs({{"shape", bias->type.dims}, {"value", 1.0}, {"dtype", bias->type.dtype}}));
+  if (weight != nullptr) ins.push_back(weight);
+  if (bias != nullptr) ins.push_back(bias);
 }
 
 std::vector<Value*> softmax(AtenCall& c, const char* op) {
@@ -74,25 +77,13 @@ void register_nn_adapters(AdapterMap& m) {
   m["aten._native_batch_norm_legit_no_training.default"] = [](AtenCall& c) {
     Value* x = c.tensor("input");
     std::vector<Value*> ins = {x, c.tensor("running_mean"), c.tensor("running_var")};
-    Value* weight = c.opt_tensor("weight");
-    Value* bias = c.opt_tensor("bias");
-    if (bias != nullptr && weight == nullptr) {
-      weight = c.b.op1("full", {}, attrs({{"shape", bias->type.dims}, {"value", 1.0}, {"dtype", bias->type.dtype}}));
-    }
-    if (weight != nullptr) ins.push_back(weight);
-    if (bias != nullptr) ins.push_back(bias);
+    append_affine(c, ins);
     Value* out = c.b.op1("batch_norm", ins, attrs({{"eps", c.number_or("eps", 1e-5)}}));
     return std::vector<Value*>{out, nullptr, nullptr};
   };
   m["aten.native_layer_norm.default"] = [](AtenCall& c) {
     std::vector<Value*> ins = {c.tensor("input")};
-    Value* weight = c.opt_tensor("weight");
-    Value* bias = c.opt_tensor("bias");
-    if (bias != nullptr && weight == nullptr) {
-      weight = c.b.op1("full", {}, attrs({{"shape", bias->type.dims}, {"value", 1.0}, {"dtype", bias->type.dtype}}));
-    }
-    if (weight != nullptr) ins.push_back(weight);
-    if (bias != nullptr) ins.push_back(bias);
+    append_affine(c, ins);
     int64_t rank = static_cast<int64_t>(c.ints("normalized_shape").size());
     Value* out = c.b.op1("layer_norm", ins, attrs({{"normalized_rank", rank}, {"eps", c.number_or("eps", 1e-5)}}));
     return std::vector<Value*>{out, nullptr, nullptr};

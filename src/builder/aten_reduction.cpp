@@ -5,8 +5,6 @@ namespace kiln::aten_internal {
 
 namespace {
 
-std::vector<Value*> one(Value* v) { return {v}; }
-
 // sum/mean/amax/amin/var over `dim` (None or [] = every axis) with keepdim and an optional dtype.
 AtenAdapter reduce(const char* op) {
   return [op](AtenCall& c) {

@@ -7,14 +7,6 @@ namespace kiln::aten_internal {
 
 namespace {
 
-std::vector<Value*> one(Value* v) { return {v}; }
-
-Attrs attrs(std::initializer_list<std::pair<const char*, AttrValue>> items) {
-  Attrs a;
-  for (const auto& [k, v] : items) a.set(k, v);
-  return a;
-}
-
 Value* slice(GraphBuilder& b, Value* x, int64_t dim, int64_t start, int64_t end, int64_t step = 1) {
   return b.op1("slice", {x}, attrs({{"dim", dim}, {"start", start}, {"end", end}, {"step", step}}));
 }

@@ -31,14 +31,7 @@ class SdpaKernel final : public CpuKernel {
       : causal_(node.attrs.get_bool("causal")), scale_(node.attrs.get_float("scale")) {}
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
-    dispatch_dtype(out[0].dtype, [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                    std::is_same_v<T, BFloat16>) {
-        run_typed<T>(in, out[0], ctx);
-      } else {
-        fail(ErrorKind::unsupported, "scaled_dot_product_attention: unsupported dtype ", dtype_name(out[0].dtype));
-      }
-    });
+    dispatch_floating(out[0].dtype, "scaled_dot_product_attention", [&]<typename T>() { run_typed<T>(in, out[0], ctx); });
   }
 
  private:

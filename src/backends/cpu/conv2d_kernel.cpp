@@ -47,14 +47,7 @@ class Conv2dKernel final : public CpuKernel {
         groups_(node.attrs.get_int("groups")) {}
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
-    dispatch_dtype(out[0].dtype, [&]<typename T>() {
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                    std::is_same_v<T, BFloat16>) {
-        run_typed<T>(in, out[0], ctx);
-      } else {
-        fail(ErrorKind::unsupported, "conv2d: unsupported dtype ", dtype_name(out[0].dtype));
-      }
-    });
+    dispatch_floating(out[0].dtype, "conv2d", [&]<typename T>() { run_typed<T>(in, out[0], ctx); });
   }
 
  private:

@@ -74,4 +74,18 @@ decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
   fail(ErrorKind::runtime, "bad dtype");
 }
 
+// Like dispatch_dtype, for kernels that only take floating dtypes (f32, f64,
+// f16, bf16); any other dtype fails with "<what>: unsupported dtype ...".
+template <typename Fn>
+void dispatch_floating(DType d, const char* what, Fn&& fn) {
+  dispatch_dtype(d, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
+                  std::is_same_v<T, BFloat16>) {
+      fn.template operator()<T>();
+    } else {
+      fail(ErrorKind::unsupported, what, ": unsupported dtype ", dtype_name(d));
+    }
+  });
+}
+
 }  // namespace kiln::cpu
