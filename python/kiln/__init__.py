@@ -11,7 +11,7 @@ from kiln._kiln import DType, Error, Graph
 from kiln.executable import compile_graph
 from kiln.options import Options
 
-__all__ = ["DType", "Error", "Graph", "Options", "compile", "compile_graph", "explain"]
+__all__ = ["DType", "Error", "Graph", "Options", "compile", "compile_graph", "explain", "memory_report"]
 __version__ = "0.1.0"
 
 
@@ -27,3 +27,10 @@ def explain(model, *inputs, **options):
     from kiln.explainer import explain_model
 
     return explain_model(model, inputs, Options.from_user(options))
+
+
+def memory_report(clear: bool = False):
+    """Memory at each stage of the most recent compiles (kiln.memory_trace); `clear` forgets them."""
+    from kiln.memory_trace import memory_report as report
+
+    return report(clear)

@@ -1,4 +1,21 @@
-"""Compile options: one validated record; unknown names raise an error listing the valid ones."""
+"""Compile options: one validated record; unknown names raise an error listing the valid ones.
+
+precision: "keep" runs the model in its own dtypes. "fp16" / "bf16" compile
+an fp32 model to run its floating-point math in half precision: each kiln
+region casts its floating inputs down where the call enters and casts its
+outputs back where they leave, so the caller sees the eager dtypes (and the
+torch code between regions runs in fp32 as before). Weights are cast once,
+as folded constants (kiln.folding): a call pays nothing for the casts and
+kiln holds only the half-precision copies. Weight-only math (a batch norm
+folded into a convolution) is computed in fp32 before the cast. With
+fold="none" the casts stay in the program and run on every call. Results
+match eager within the half dtype's tolerance, not fp32's.
+
+fold: "auto" folds weight-only expressions where that pays at run time
+(precision casts, batch norm into convolution, other weight-only math no
+larger than the weights it reads) and never materializes a view a kernel can
+absorb (a transposed GEMM weight); folded constants are re-folded on the next
+call when a source weight changes in place. "none" folds nothing."""
 
 from __future__ import annotations
 

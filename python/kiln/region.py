@@ -1,20 +1,28 @@
 """A compiled kiln region as a torch module: binds weights by pointer (and
-re-binds only when a parameter's storage moved), passes activations through
-DLPack, and allocates outputs as torch tensors that kiln writes into."""
+re-binds only when a parameter's storage moved), re-folds folded constants
+whose sources changed (kiln.folding), passes activations through DLPack, and
+allocates outputs as torch tensors that kiln writes into."""
 
 from __future__ import annotations
 
 import torch
 
 from kiln.executable import Executable
+from kiln.folding import RegionFolds
 from kiln.torch_types import KILN_TO_TORCH
 
 
 class KilnRegion(torch.nn.Module):
-    def __init__(self, exe: Executable, arg_is_weight: list[bool], weight_keys: list[str | None], device: torch.device):
+    def __init__(self, exe: Executable, arg_is_weight: list[bool], weight_keys: list[str | None], device: torch.device,
+                 folds=(), trace=None, name: str = "region"):
         super().__init__()
         self.exe = exe
         self.device = device
+        self.name = name
+        self.trace = trace  # memory_trace.MemoryTrace: the fold and first-run stages are recorded there
+        self.first_call = True
+        arg_of_key = {k: i for i, k in enumerate(weight_keys) if k is not None}
+        self.folds = RegionFolds(list(folds), arg_of_key) if folds else None
         # Weights the optimized program no longer reads (dead code) are not bound.
         live = set(exe.weight_keys())
         self.weight_keys = weight_keys
@@ -33,7 +41,15 @@ class KilnRegion(torch.nn.Module):
         self.bound_ptrs[index] = tensor.data_ptr()
         self.bound_tensors[index] = tensor
 
+    def kiln_bytes(self) -> int:
+        """Bytes kiln owns for this region: its activation arena and its folded constants."""
+        return self.exe.arena_bytes() + (self.folds.nbytes if self.folds else 0)
+
     def forward(self, *args):
+        if self.folds is not None:
+            self.folds.refresh(args, self.exe, self.device)
+            if self.first_call and self.trace is not None:
+                self.trace.record("fold", self.kiln_bytes())
         inputs = []
         for i, (arg, is_weight) in enumerate(zip(args, self.arg_is_weight)):
             if self.arg_is_dead[i]:
@@ -45,6 +61,10 @@ class KilnRegion(torch.nn.Module):
                 inputs.append(self._as_expected(arg, len(inputs)))
         outputs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
         self.exe.run(inputs, outputs)
+        if self.first_call:
+            self.first_call = False
+            if self.trace is not None:
+                self.trace.record("first run", self.kiln_bytes())
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def _as_expected(self, t: torch.Tensor, index: int) -> torch.Tensor:

@@ -13,6 +13,7 @@ class GraphReport:
     regions: list  # (region name, {kiln op: count}, arena bytes)
     compile_seconds: float
     region_modules: list = dataclasses.field(default_factory=list, repr=False)  # the KilnRegion modules
+    memory: object = dataclasses.field(default=None, repr=False)  # memory_trace.MemoryTrace of this compile
 
     @property
     def lowered(self):

@@ -43,6 +43,16 @@ bool fold_literals(Graph& graph);
 // simplify.cpp for the list.
 bool simplify(Graph& graph);
 
+// Batch norm after a convolution with constant parameters becomes a
+// convolution with weight-only weight and bias expressions; see
+// fold_batch_norm.cpp. Run by the weight-fold stage, not the pipeline.
+bool fold_batch_norm(Graph& graph);
+
+// Runs an f32 graph's math in f16/bf16 with the same signature; constant
+// expressions stay in `from` and are cast where they meet activations (so the
+// casts fold into constants); see lower_precision.cpp.
+bool lower_precision(Graph& graph, DType from, DType to);
+
 // Groups connected elementwise ops (and casts) of the same output dims into
 // nodes of op "fused" with a body graph; see fuse_elementwise.cpp.
 bool fuse_elementwise(Graph& graph);

@@ -21,6 +21,8 @@
 #include "ir/verifier.h"
 #include "ops/op_def.h"
 #include "passes/pass.h"
+#include "passes/passes.h"
+#include "passes/weight_folds.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 
@@ -244,13 +246,15 @@ void bind_executable(nb::module_& m) {
            [](Executable& e, const std::string& key, AnyArray a) { e.bind_weight(key, to_view(a, "weight '" + key + "'")); },
            nb::arg("key"), nb::arg("tensor"))
       .def("run",
-           [](Executable& e, const nb::list& inputs, const nb::list& outputs) {
+           [](Executable& e, const nb::list& inputs, const nb::list& outputs, uintptr_t stream) {
              std::vector<TensorView> ins = to_views(inputs, "input");
              std::vector<TensorView> outs = to_views(outputs, "output");
              nb::gil_scoped_release release;
-             e.run(ins, outs);
+             e.run(ins, outs, Stream{reinterpret_cast<void*>(stream)});
            },
-           nb::arg("inputs"), nb::arg("outputs"))
+           nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+           "Runs one call. On CUDA the work is enqueued on `stream` (a cudaStream_t as an int, e.g. "
+           "torch.cuda.current_stream().cuda_stream; 0 is the default stream) and not waited for.")
       .def("input_types", [](const Executable& e) { return types_to_py(e.input_types()); })
       .def("output_types", [](const Executable& e) { return types_to_py(e.output_types()); })
       .def("weight_keys", &Executable::weight_keys)
@@ -401,6 +405,12 @@ NB_MODULE(_kiln, m) {
       .def("__str__", [](PyGraph& g) { return print_graph(*g.graph); });
 
   m.def("aten_targets", &aten_targets, "ATen overloads kiln can lower, sorted.");
+  m.def("has_cuda", [] { return cuda_available(); },
+        "Whether the CUDA backend plugin loads and sees at least one device.");
+  m.def("cuda_unavailable_reason", [] {
+    std::string why;
+    return cuda_available(&why) ? std::string() : why;
+  });
   m.def("has_aten", [](const std::string& t) { return find_aten_adapter(t) != nullptr; });
   m.def("op_names", [] {
     std::vector<std::string> names;
@@ -409,4 +419,18 @@ NB_MODULE(_kiln, m) {
   });
 
   bind_executable(m);
+
+  // Weight folds (Note [Weight folds]): the frontend's fold stage.
+  m.def("lower_precision", [](PyGraph& g, const std::string& to) { return lower_precision(*g.graph, DType::f32, to_dtype(to)); },
+        nb::arg("graph"), nb::arg("dtype"), "Runs the graph's f32 math in `dtype` (f16, bf16), same signature.");
+  m.def("fold_batch_norm", [](PyGraph& g) { return fold_batch_norm(*g.graph); }, nb::arg("graph"));
+  m.def(
+      "split_weight_folds",
+      [](PyGraph& g) {
+        nb::list out;
+        for (FoldedConstant& f : split_weight_folds(*g.graph))
+          out.append(nb::make_tuple(f.key, new PyGraph(std::move(f.graph)), f.source_keys));
+        return out;
+      },
+      nb::arg("graph"), "Moves foldable weight-only expressions out of `graph`; returns (key, fold graph, source keys).");
 }

@@ -1,7 +1,9 @@
 // The backend interface: what the executable needs from a device. A backend
 // lowers each compute node to a kernel, copies tensors (for output copies),
 // and names the allocator its memory comes from. The CPU backend lives in
-// backends/cpu/cpu_lowering.h; a CUDA backend plugs in behind make_backend.
+// backends/cpu/cpu_lowering.h; the CUDA backend is a plugin (libkiln_cuda.so,
+// src/backends/cuda/) that make_backend loads with dlopen, so the core has no
+// link-time CUDA dependency (runtime/cuda_plugin_loader.cpp says why and how).
 #pragma once
 
 #include <memory>
@@ -14,12 +16,23 @@
 
 namespace kiln {
 
+// Note [Streams]
+// The queue a call's device work goes on. For CUDA, `handle` is the caller's
+// cudaStream_t (under torch: torch.cuda.current_stream().cuda_stream); null is
+// the default stream. Kernels only enqueue work on it and never synchronize
+// the device, so a call returns before its results are ready, exactly like a
+// torch op. The CPU backend runs synchronously and ignores it.
+struct Stream {
+  void* handle = nullptr;
+};
+
 // One lowered node, bound to data pointers at each call. Inputs may be
 // strided; outputs are contiguous and pre-allocated.
 class BackendKernel {
  public:
   virtual ~BackendKernel() = default;
-  virtual void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const = 0;
+  virtual void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                   Stream stream) const = 0;
   virtual std::string describe() const = 0;  // e.g. "cpu add"
 };
 
@@ -32,11 +45,19 @@ class Backend {
   // Throws kiln::Error(unsupported) naming the node when it cannot.
   virtual std::unique_ptr<BackendKernel> lower(const Node& node) const = 0;
   // Copies src (any strides) into dst (contiguous); same dtype and dims.
-  virtual void copy(const TensorView& dst, const TensorView& src) const = 0;
+  virtual void copy(const TensorView& dst, const TensorView& src, Stream stream) const = 0;
+  // Copies `bytes` of host memory to `dst` (this backend's memory) and waits
+  // for it: for build-time uploads (literals), never in the call path.
+  virtual void upload(void* dst, const void* host, size_t bytes) const = 0;
   virtual std::shared_ptr<Allocator> default_allocator() const = 0;
 };
 
-// The backend for `device`; throws kiln::Error(unsupported) when kiln has none.
+// The backend for `device`; throws kiln::Error(unsupported) when kiln has none
+// (for CUDA: the plugin is missing, fails to load, or sees no such device).
 std::unique_ptr<Backend> make_backend(Device device);
+
+// Whether make_backend(Device{cuda, 0}) can succeed: the CUDA plugin loads and
+// sees at least one device. On false, `reason` (if given) says why.
+bool cuda_available(std::string* reason = nullptr);
 
 }  // namespace kiln

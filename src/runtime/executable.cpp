@@ -97,9 +97,26 @@ void Executable::build() {
     }
     steps_.push_back(std::move(step));
   }
-  // Literals never move: bind them once.
+  // Literals never move: bind them once. Off the CPU they are uploaded once,
+  // at build time, into one buffer from the allocator.
+  if (device_.kind == DeviceKind::cpu) {
+    for (const Value* lit : graph_->literals())
+      ptr_[plan_.index.at(lit)] = const_cast<uint8_t*>(lit->literal_data.data());
+    return;
+  }
+  constexpr size_t kLiteralAlign = 256;
+  size_t total = 0;
   for (const Value* lit : graph_->literals())
-    ptr_[plan_.index.at(lit)] = const_cast<uint8_t*>(lit->literal_data.data());
+    total += (lit->literal_data.size() + kLiteralAlign - 1) / kLiteralAlign * kLiteralAlign;
+  if (total == 0) return;
+  literal_buffer_ = allocator_->allocate(total, kLiteralAlign);
+  size_t at = 0;
+  for (const Value* lit : graph_->literals()) {
+    void* dst = static_cast<uint8_t*>(literal_buffer_.data()) + at;
+    backend_->upload(dst, lit->literal_data.data(), lit->literal_data.size());
+    ptr_[plan_.index.at(lit)] = dst;
+    at += (lit->literal_data.size() + kLiteralAlign - 1) / kLiteralAlign * kLiteralAlign;
+  }
 }
 
 void Executable::bind_weight(const std::string& key, const TensorView& view) {
@@ -136,7 +153,7 @@ void Executable::check_outputs(std::span<const TensorView> outputs) const {
                  TensorType(out[k]->type.dtype, out[k]->type.dims), device_, true);
 }
 
-void Executable::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+void Executable::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   check_inputs(inputs);
   check_outputs(outputs);
@@ -186,11 +203,11 @@ void Executable::run(std::span<const TensorView> inputs, std::span<const TensorV
   for (Step& step : steps_) {
     for (size_t j = 0; j < step.in.size(); ++j) step.in_views[j].data = ptr_[step.in[j]];
     for (size_t j = 0; j < step.out.size(); ++j) step.out_views[j].data = ptr_[step.out[j]];
-    step.kernel->run(step.in_views, step.out_views);
+    step.kernel->run(step.in_views, step.out_views, stream);
   }
   for (const OutputCopy& c : plan_.output_copies) {
     const Value* src = c.source;
-    backend_->copy(outputs[c.output_index], TensorView(ptr_[plan_.index.at(src)], src->type, device_));
+    backend_->copy(outputs[c.output_index], TensorView(ptr_[plan_.index.at(src)], src->type, device_), stream);
   }
 }
 

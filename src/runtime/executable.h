@@ -52,7 +52,10 @@ class Executable {
   // Runs one call. `inputs` match input_types() (dtype, dims, strides, device);
   // `outputs` are contiguous buffers of output_types() that receive the results.
   // Errors name the input or output at fault and say what was expected.
-  void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs);
+  // On a device, the work is enqueued on `stream` (Note [Streams] in
+  // runtime/backend.h) and run() returns without waiting for it; the arena is
+  // allocated on the first call. The caller orders later work on that stream.
+  void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream = {});
 
   std::vector<TensorType> input_types() const;
   std::vector<TensorType> output_types() const;  // contiguous
@@ -98,6 +101,7 @@ class Executable {
   std::vector<bool> weight_bound_;
   std::vector<void*> ptr_;  // per plan value, for the call in progress
   DeviceBuffer arena_;
+  DeviceBuffer literal_buffer_;  // device copies of the literals (not on CPU, where they are bound in place)
   std::mutex mutex_;
 };
 

@@ -40,4 +40,6 @@ std::string log_level() {
   return v.empty() ? "error" : v;
 }
 
+std::string cuda_plugin() { return get("KILN_CUDA_PLUGIN"); }
+
 }  // namespace kiln::env

@@ -14,5 +14,8 @@ std::string dump_ir();
 bool verify_passes();
 // KILN_LOG_LEVEL: "error" (default), "warn", "info", "debug".
 std::string log_level();
+// KILN_CUDA_PLUGIN: path of libkiln_cuda.so (default: next to the library or
+// program holding kiln's core, then the dynamic loader's search path).
+std::string cuda_plugin();
 
 }  // namespace kiln::env

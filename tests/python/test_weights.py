@@ -29,7 +29,10 @@ def test_resnet_weights_are_bound_by_pointer_and_never_copied():
     torch.manual_seed(0)
     model = torchvision.models.resnet18().eval()
     x = torch.randn(1, 3, 32, 32)
-    compiled, reports = compile_with_reports(model)
+    # fold="none": every weight read in place. With folding on, batch norms become
+    # folded constants (kiln-owned, derived, not copies); test_folding.py covers those.
+    reports = []
+    compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports, options={"fold": "none"}))
     with torch.no_grad():
         assert_close(compiled(x), model(x))
     regions = [r for g in reports for r in g.region_modules]

@@ -17,7 +17,7 @@ namespace {
 class CpuBackendKernel final : public BackendKernel {
  public:
   CpuBackendKernel(std::unique_ptr<CpuKernel> kernel, std::string op) : kernel_(std::move(kernel)), op_(std::move(op)) {}
-  void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const override {
+  void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream) const override {
     kernel_->run(inputs, outputs, CpuContext{ThreadPool::global()});
   }
   std::string describe() const override { return "cpu " + op_; }
@@ -34,7 +34,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<BackendKernel> lower(const Node& node) const override {
     return std::make_unique<CpuBackendKernel>(make_cpu_kernel(node), node.op->name);
   }
-  void copy(const TensorView& dst, const TensorView& src) const override { strided_copy(dst, src); }
+  void copy(const TensorView& dst, const TensorView& src, Stream) const override { strided_copy(dst, src); }
+  void upload(void* dst, const void* host, size_t bytes) const override {
+    if (bytes > 0) std::memcpy(dst, host, bytes);
+  }
   std::shared_ptr<Allocator> default_allocator() const override { return cpu_allocator(); }
 };
 

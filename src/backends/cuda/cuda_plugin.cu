@@ -1,34 +1,20 @@
-// Minimal CUDA backend: device query and the shared elementwise math compiled
-// for the device. The full backend (cuBLASLt, cuDNN, NVRTC, CUDA graphs) grows
-// here, one concept per file.
+// The plugin's self-checks: device query and the shared elementwise math
+// compiled for the device, with plain C entry points (cuda_plugin.h) that a
+// test can call through ctypes. The backend itself is cuda_backend.cpp.
 #include <cuda_runtime.h>
 
 #include <cstring>
 
 #include "backends/cuda/cuda_plugin.h"
-#include "ops/scalar_math.h"
+#include "backends/cuda/device_math.cuh"
 
 namespace kiln::cuda {
 namespace {
 
-#define KILN_ELEMENTWISE(name, arity, kind, ...) \
-  struct Op_##name {                             \
-    static constexpr int kArity = arity;         \
-    template <typename C>                        \
-    __device__ static C apply(C x) {             \
-      C y = x, z = x;                            \
-      (void)y;                                   \
-      (void)z;                                   \
-      return static_cast<C>(__VA_ARGS__);        \
-    }                                            \
-  };
-#include "ops/elementwise.def"
-#undef KILN_ELEMENTWISE
-
 template <typename Op>
 __global__ void unary_kernel(const float* x, float* y, int64_t n) {
   int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) y[i] = Op::template apply<float>(x[i]);
+  if (i < n) y[i] = Op::template apply<float>(x[i], 0.0f, 0.0f);
 }
 
 template <typename Op>
@@ -69,7 +55,7 @@ extern "C" int kiln_cuda_unary_f32(const char* op_name, const float* host_x, flo
                                    const char** error) {
   using namespace kiln::cuda;
 #define KILN_ELEMENTWISE(name, arity, kind, ...) \
-  if (arity == 1 && std::strcmp(op_name, #name) == 0) return run_unary<Op_##name>(host_x, host_y, n, error);
+  if (arity == 1 && std::strcmp(op_name, #name) == 0) return run_unary<DeviceOp_##name>(host_x, host_y, n, error);
 #include "ops/elementwise.def"
 #undef KILN_ELEMENTWISE
   *error = "not a unary elementwise op";

@@ -17,6 +17,7 @@
 #include "ir/verifier.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
+#include "passes/weight_folds.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -57,6 +58,10 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"fold_literals", [](Graph& g) { return fold_literals(g); }},
       {"fuse_elementwise", fuse_elementwise},
       {"pipeline", run_pipeline_quietly},
+      {"fold_batch_norm", fold_batch_norm},
+      {"lower_precision", [](Graph& g) { return lower_precision(g, DType::f32, DType::f16); }},
+      // The main graph after the split; the fold graphs are checked in weight_folds_test.cpp.
+      {"split_weight_folds", [](Graph& g) { return !split_weight_folds(g).empty(); }},
   };
   return passes;
 }
@@ -104,6 +109,9 @@ TEST(IrFiles, Simplify) { check_folder("simplify"); }
 TEST(IrFiles, FoldLiterals) { check_folder("fold_literals"); }
 TEST(IrFiles, FuseElementwise) { check_folder("fuse_elementwise"); }
 TEST(IrFiles, Pipeline) { check_folder("pipeline"); }
+TEST(IrFiles, FoldBatchNorm) { check_folder("fold_batch_norm"); }
+TEST(IrFiles, LowerPrecision) { check_folder("lower_precision"); }
+TEST(IrFiles, SplitWeightFolds) { check_folder("split_weight_folds"); }
 
 }  // namespace
 }  // namespace kiln

@@ -1,0 +1,264 @@
+// matmul (torch.matmul semantics, batched with broadcasting) through
+// cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
+//
+// Note [Transposes through GEMM flags]
+// A weight reaches matmul as permute(W, [1, 0]): a view whose last two dims
+// are column-major. Each operand's last two dims are classified as row- or
+// column-major from their strides and handed to cuBLASLt with the matching
+// transpose flag and leading dimension, so no operand is ever copied (Note
+// [Weights] in DESIGN.md). cuBLASLt is column-major: the row-major product
+// out = a @ b is computed as out^T = b^T a^T, so b is cuBLASLt's A.
+// Batch dims (broadcast, stride 0 where broadcast) must collapse into one
+// strided batch per operand; other layouts are unsupported with a reason.
+// Descriptors and the algorithm are chosen once, at lowering; a second
+// algorithm for operands not 16-byte aligned is kept for views at odd offsets.
+#include <algorithm>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_resources.h"
+#include "backends/cuda/kernel_registry.h"
+#include "ops/op_def.h"
+#include "support/error.h"
+
+#ifdef KILN_CUDA_HAVE_CUBLASLT
+#include <cublasLt.h>
+#endif
+
+namespace kiln::cuda {
+
+namespace {
+
+#ifdef KILN_CUDA_HAVE_CUBLASLT
+
+// One operand's matrix: its last two dims (1-D operands get a unit dim) and
+// one strided batch.
+struct Matrix {
+  int64_t rows = 0, cols = 0;
+  bool row_major = true;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+
+// Classifies the [rows, cols] matrix with strides (sr, sc); false when neither
+// dim is unit-stride.
+bool classify(int64_t rows, int64_t cols, int64_t sr, int64_t sc, Matrix* m) {
+  m->rows = rows;
+  m->cols = cols;
+  if ((cols == 1 || sc == 1) && (rows == 1 || sr >= cols)) {
+    m->row_major = true;
+    m->ld = rows == 1 ? std::max<int64_t>(cols, 1) : sr;
+    return true;
+  }
+  if ((rows == 1 || sr == 1) && (cols == 1 || sc >= rows)) {
+    m->row_major = false;
+    m->ld = cols == 1 ? std::max<int64_t>(rows, 1) : sc;
+    return true;
+  }
+  return false;
+}
+
+// The single batch stride reading `strides` over `dims` (outer to inner), or false.
+bool collapse_batch(const Dims& dims, const Dims& strides, int64_t* stride) {
+  bool have = false;
+  int64_t base = 0, inner = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] == 1) continue;
+    if (!have) {
+      base = strides[i];
+      have = true;
+    } else if (strides[i] != base * inner) {
+      return false;
+    }
+    inner *= dims[i];
+  }
+  *stride = base;
+  return true;
+}
+
+// The operand `t` as a batched matrix over `out_batch`; `is_b` says how a 1-D operand is promoted.
+bool operand_matrix(const TensorType& t, bool is_b, const Dims& out_batch, Matrix* m, std::string* reason,
+                    const char* name) {
+  int64_t rows, cols, sr, sc;
+  Dims batch_dims, batch_strides;
+  if (t.rank() == 1) {
+    rows = is_b ? t.dims[0] : 1;
+    cols = is_b ? 1 : t.dims[0];
+    sr = is_b ? t.strides[0] : t.dims[0] * t.strides[0];
+    sc = is_b ? 1 : t.strides[0];
+  } else {
+    size_t r = t.rank();
+    rows = t.dims[r - 2], cols = t.dims[r - 1], sr = t.strides[r - 2], sc = t.strides[r - 1];
+    batch_dims.assign(t.dims.begin(), t.dims.end() - 2);
+    batch_strides.assign(t.strides.begin(), t.strides.end() - 2);
+  }
+  if (!classify(rows, cols, sr, sc, m)) {
+    *reason = str_cat("operand ", name, " has strides [", dims_to_string(t.strides),
+                      "]: neither of its last two dims is contiguous");
+    return false;
+  }
+  // Broadcast the batch dims over the output's.
+  Dims bstrides(out_batch.size(), 0);
+  size_t off = out_batch.size() - batch_dims.size();
+  for (size_t i = 0; i < batch_dims.size(); ++i) bstrides[off + i] = batch_dims[i] == 1 ? 0 : batch_strides[i];
+  if (!collapse_batch(out_batch, bstrides, &m->batch_stride)) {
+    *reason = str_cat("operand ", name, "'s batch dims (strides [", dims_to_string(t.strides),
+                      "]) do not form one strided batch");
+    return false;
+  }
+  return true;
+}
+
+template <typename T, void (*Destroy)(T)>
+struct Handle {
+  T h = nullptr;
+  Handle() = default;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() {
+    if (h) Destroy(h);
+  }
+};
+void destroy_desc(cublasLtMatmulDesc_t d) { cublasLtMatmulDescDestroy(d); }
+void destroy_layout(cublasLtMatrixLayout_t l) { cublasLtMatrixLayoutDestroy(l); }
+void destroy_pref(cublasLtMatmulPreference_t p) { cublasLtMatmulPreferenceDestroy(p); }
+
+void check_lt(cublasStatus_t st, const std::string& what) {
+  KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, what, ": cuBLASLt status ", static_cast<int>(st));
+}
+
+class MatmulKernel final : public CudaKernel {
+ public:
+  MatmulKernel(const Node& node, const LowerContext& ctx, DType dtype, Matrix a, Matrix b, int64_t m, int64_t n,
+               int64_t k, int64_t batch)
+      : CudaKernel(node, ctx.device), res_(ctx.resources), dtype_(dtype), m_(m), n_(n), k_(k) {
+    const std::string where = str_cat("node '", node.name, "' (matmul)");
+    cudaDataType_t type = dtype == DType::f16    ? CUDA_R_16F
+                          : dtype == DType::bf16 ? CUDA_R_16BF
+                          : dtype == DType::f64  ? CUDA_R_64F
+                                                 : CUDA_R_32F;
+    cublasComputeType_t compute = dtype == DType::f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    cudaDataType_t scale = dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
+    if (m == 0 || n == 0 || k == 0) return;  // launch() handles these without cuBLASLt
+    res_->workspace();  // allocated now, never in the call path
+    check_lt(cublasLtMatmulDescCreate(&desc_.h, compute, scale), where);
+    // cuBLASLt's A is b: b row-major [K, N] is column-major N x K (no transpose).
+    cublasOperation_t op_a = b.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+    cublasOperation_t op_b = a.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+    check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), where);
+    check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), where);
+    auto layout = [&](Handle<cublasLtMatrixLayout_t, destroy_layout>& l, uint64_t rows, uint64_t cols, int64_t ld,
+                      int64_t batch_stride) {
+      check_lt(cublasLtMatrixLayoutCreate(&l.h, type, rows, cols, ld), where);
+      if (batch > 1) {
+        int32_t count = static_cast<int32_t>(batch);
+        check_lt(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+                 where);
+        check_lt(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batch_stride,
+                                                  sizeof(batch_stride)),
+                 where);
+      }
+    };
+    // Stored shapes: a row-major matrix [R, C] is column-major C x R.
+    layout(a_layout_, b.row_major ? n : k, b.row_major ? k : n, b.ld, b.batch_stride);
+    layout(b_layout_, a.row_major ? k : m, a.row_major ? m : k, a.ld, a.batch_stride);
+    layout(c_layout_, n, m, n, m * n);
+    const size_t es = dtype_size(dtype);
+    aligned_ok_ = (a.ld * es) % 16 == 0 && (b.ld * es) % 16 == 0 && (n * es) % 16 == 0 &&
+                  (a.batch_stride * es) % 16 == 0 && (b.batch_stride * es) % 16 == 0 && (m * n * es) % 16 == 0;
+    have_aligned_ = aligned_ok_ && pick(16, &aligned_, where, false);
+    pick(static_cast<uint32_t>(es), &unaligned_, where, true);
+  }
+
+ protected:
+  void launch(std::span<const TensorView> in, std::span<const TensorView> out, cudaStream_t s) const override {
+    const TensorView& o = out[0];
+    if (m_ == 0 || n_ == 0 || o.numel() == 0) return;
+    if (k_ == 0) {
+      check_launch(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * dtype_size(dtype_), s));
+      return;
+    }
+    auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const bool use_aligned = have_aligned_ && aligned(in[0].data) && aligned(in[1].data) && aligned(o.data);
+    const cublasLtMatmulAlgo_t& algo = use_aligned ? aligned_ : unaligned_;
+    float alpha_f = 1, beta_f = 0;
+    double alpha_d = 1, beta_d = 0;
+    const void* alpha = dtype_ == DType::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
+    const void* beta = dtype_ == DType::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
+    cublasStatus_t st = cublasLtMatmul(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, alpha, in[1].data,
+                                       a_layout_.h, in[0].data, b_layout_.h, beta, o.data, c_layout_.h, o.data,
+                                       c_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
+    KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, "node '", node_name(), "' (matmul): cublasLtMatmul failed (status ",
+                    static_cast<int>(st), ")");
+  }
+
+ private:
+  // The heuristic's best algorithm for operands aligned to `alignment` bytes.
+  bool pick(uint32_t alignment, cublasLtMatmulAlgo_t* algo, const std::string& where, bool required) {
+    Handle<cublasLtMatmulPreference_t, destroy_pref> pref;
+    check_lt(cublasLtMatmulPreferenceCreate(&pref.h), where);
+    uint64_t ws = CudaResources::kWorkspaceBytes;
+    check_lt(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+             where);
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      check_lt(cublasLtMatmulPreferenceSetAttribute(pref.h, attr, &alignment, sizeof(alignment)), where);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, a_layout_.h,
+                                       b_layout_.h, c_layout_.h, c_layout_.h, pref.h, 1, &result, &found);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+      if (required) fail(ErrorKind::unsupported, where, ": cuBLASLt has no algorithm for this product (status ", static_cast<int>(st), ")");
+      return false;
+    }
+    *algo = result.algo;
+    return true;
+  }
+
+  std::shared_ptr<CudaResources> res_;
+  DType dtype_;
+  int64_t m_, n_, k_;
+  Handle<cublasLtMatmulDesc_t, destroy_desc> desc_;
+  Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_;
+  cublasLtMatmulAlgo_t aligned_{}, unaligned_{};
+  bool aligned_ok_ = false, have_aligned_ = false;
+};
+
+std::unique_ptr<BackendKernel> make_matmul(const Node& node, const LowerContext& ctx, std::string* reason) {
+  const TensorType& a = node.inputs[0]->type;
+  const TensorType& b = node.inputs[1]->type;
+  const TensorType& out = node.outputs[0]->type;
+  if (a.dtype != DType::f32 && a.dtype != DType::f16 && a.dtype != DType::bf16 && a.dtype != DType::f64) {
+    *reason = str_cat("matmul of ", dtype_name(a.dtype), " is not supported on CUDA (f16, bf16, f32, f64 are)");
+    return nullptr;
+  }
+  const int64_t m = a.rank() >= 2 ? a.dims[a.rank() - 2] : 1;
+  const int64_t k = a.dims.back();
+  const int64_t n = b.rank() >= 2 ? b.dims.back() : 1;
+  Dims out_batch(out.dims.begin(), out.dims.end() - (a.rank() >= 2 ? 1 : 0) - (b.rank() >= 2 ? 1 : 0));
+  const int64_t batch = numel(out_batch);
+  if (batch > INT32_MAX || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+    *reason = "matmul dims beyond 2^31 are not supported on CUDA";
+    return nullptr;
+  }
+  Matrix ma, mb;
+  if (!operand_matrix(a, false, out_batch, &ma, reason, "a") || !operand_matrix(b, true, out_batch, &mb, reason, "b"))
+    return nullptr;
+  if (batch <= 1) ma.batch_stride = mb.batch_stride = 0;
+  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch);
+}
+
+#else  // no cuBLASLt in this build
+
+std::unique_ptr<BackendKernel> make_matmul(const Node&, const LowerContext&, std::string* reason) {
+  *reason = "this kiln build has no cuBLASLt (set KILN_CUDA_LIB_HINTS when configuring)";
+  return nullptr;
+}
+
+#endif
+
+}  // namespace
+
+void register_matmul_kernels(KernelMap& map) { map["matmul"] = &make_matmul; }
+
+}  // namespace kiln::cuda
