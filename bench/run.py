@@ -1,0 +1,76 @@
+"""The GPU benchmark (issue 4): one fresh process per backend and workload,
+side by side, written as a table into docs/benchmarks.md.
+
+    python bench/run.py [--backends eager,inductor,reduce-overhead,kiln] [--workloads a,b] [--out docs/benchmarks.md]
+
+Not a test: run it on a GPU machine."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).parent
+BACKENDS = ["eager", "inductor", "reduce-overhead", "kiln"]
+
+
+def environment() -> str:
+    import torch
+
+    gpu = torch.cuda.get_device_name()
+    driver = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
+    ).stdout.strip()
+    return f"{datetime.date.today()}, {gpu}, driver {driver}, torch {torch.__version__}, CUDA {torch.version.cuda}"
+
+
+def measure(backend: str, workload: str, timeout: int) -> dict:
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "run_one.py"), backend, workload], capture_output=True, text=True, timeout=timeout
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"backend": backend, "workload": workload, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(lines[-1])
+
+
+def table(results: list[dict]) -> str:
+    rows = ["| workload | backend | median ms | compile s | peak MiB over eager | after MiB over eager | max abs diff |",
+            "|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            rows.append(f"| {r['workload']} | {r['backend']} | error: {r['error'][:80]} | | | | |")
+        else:
+            rows.append(
+                f"| {r['workload']} | {r['backend']} | {r['median_ms']:.3f} | {r['compile_s']:.2f} | "
+                f"{r['peak_over_eager_mib']:.0f} | {r['after_over_eager_mib']:.0f} | {r['max_abs_diff']:.3g} |"
+            )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    from workloads import WORKLOADS
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
+    parser.add_argument("--timeout", type=int, default=300)
+    args = parser.parse_args()
+    results = []
+    for workload in args.workloads.split(","):
+        for backend in args.backends.split(","):
+            r = measure(backend, workload, args.timeout)
+            print(json.dumps(r), flush=True)
+            results.append(r)
+    text = f"# Benchmarks\n\nMeasured {environment()} by `python bench/run.py`.\n\n{table(results)}\n"
+    pathlib.Path(args.out).write_text(text)
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

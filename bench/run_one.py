@@ -1,0 +1,77 @@
+"""One benchmark measurement in a fresh process: one backend on one workload.
+
+python bench/run_one.py BACKEND WORKLOAD  ->  prints one JSON line with the
+median latency (CUDA events, after warm-up), compile time (the first call),
+device memory over the eager model at the compile peak and after, and the max
+abs difference against eager. Backends: eager, inductor, reduce-overhead, kiln."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+from workloads import WORKLOADS
+
+
+def compile_for(backend: str, model):
+    if backend == "eager":
+        return model
+    if backend == "inductor":
+        return torch.compile(model)
+    if backend == "reduce-overhead":
+        return torch.compile(model, mode="reduce-overhead")
+    if backend == "kiln":
+        return torch.compile(model, backend="kiln")
+    raise SystemExit(f"unknown backend {backend!r}")
+
+
+def first_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "logits"):
+        return out.logits
+    if isinstance(out, (list, tuple)):
+        return first_tensor(out[0])
+    return out.last_hidden_state
+
+
+def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict:
+    torch.manual_seed(0)
+    model, inputs = WORKLOADS[workload]()
+    with torch.inference_mode():
+        reference = first_tensor(model(*inputs)).float()
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn = compile_for(backend, model)
+        t0 = time.perf_counter()
+        out = first_tensor(fn(*inputs))
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - t0
+        peak = torch.cuda.max_memory_allocated() - base
+        for _ in range(warmup):
+            fn(*inputs)
+        torch.cuda.synchronize()
+        after = torch.cuda.memory_allocated() - base
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*inputs)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        diff = (out.float() - reference).abs().max().item()
+    return {
+        "backend": backend, "workload": workload, "median_ms": statistics.median(times),
+        "compile_s": compile_s, "peak_over_eager_mib": peak / 2**20, "after_over_eager_mib": after / 2**20,
+        "max_abs_diff": diff,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], sys.argv[2])), flush=True)
