@@ -11,7 +11,7 @@ from kiln._kiln import DType, Error, Graph
 from kiln.executable import compile_graph
 from kiln.options import Options
 
-__all__ = ["DType", "Error", "Graph", "Options", "compile", "compile_graph", "explain", "memory_report"]
+__all__ = ["DType", "Error", "Graph", "Options", "compile", "compile_graph", "explain", "load", "memory_report", "save"]
 __version__ = "0.1.0"
 
 
@@ -34,3 +34,18 @@ def memory_report(clear: bool = False):
     from kiln.memory_trace import memory_report as report
 
     return report(clear)
+
+
+def save(compiled, path, weights: bool = True) -> None:
+    """Saves a program from kiln.compile into one file (weights=False leaves the weights out)."""
+    from kiln.artifacts import save as save_program
+
+    save_program(compiled, path, weights)
+
+
+def load(path, weights=None):
+    """Loads a file written by kiln.save; returns a callable on torch tensors. `weights`: a dict of tensors
+    (a state dict) to bind, required for weights the file does not hold."""
+    from kiln.artifacts import load as load_program
+
+    return load_program(path, weights)

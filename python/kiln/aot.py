@@ -15,9 +15,10 @@ from kiln.options import Options
 class CompiledProgram:
     """A callable with the model's signature (positional tensors), running kiln regions and torch fallbacks."""
 
-    def __init__(self, module, weight_sources, num_user_inputs, out_spec, report):
+    def __init__(self, module, weight_sources, num_user_inputs, out_spec, report, weight_names=None):
         self.module = module
         self.weight_sources = weight_sources
+        self.weight_names = weight_names  # the model's name for each weight source ("fc1.weight"), for kiln.save
         self.num_user_inputs = num_user_inputs
         self.out_spec = out_spec
         self.report = report
@@ -57,4 +58,5 @@ def compile_exported(model: torch.nn.Module, example_inputs: tuple, options: Opt
     devices = {t.device for t in example_inputs if isinstance(t, torch.Tensor)}
     device = torch.device(options.device) if options.device else (devices.pop() if len(devices) == 1 else torch.device("cpu"))
     module, report = compile_fx_graph(ep.graph_module, set(kinds), device, options)
-    return CompiledProgram(module, sources, len(placeholders) - len(sources), ep.call_spec.out_spec, report)
+    names = [kinds[name][1] for name in placeholders if name in kinds]
+    return CompiledProgram(module, sources, len(placeholders) - len(sources), ep.call_spec.out_spec, report, names)

@@ -19,9 +19,10 @@ class Executable:
         self._native.bind_weight(key, tensor)
         self._weights[key] = tensor
 
-    def run(self, inputs, outputs) -> None:
-        """Runs with `inputs` (DLPack tensors) writing into `outputs` (contiguous, preallocated)."""
-        self._native.run(list(inputs), list(outputs))
+    def run(self, inputs, outputs, stream: int = 0) -> None:
+        """Runs with `inputs` (DLPack tensors) writing into `outputs` (contiguous, preallocated).
+        On CUDA the work is enqueued on `stream` (a cudaStream_t as an int) and not waited for."""
+        self._native.run(list(inputs), list(outputs), stream)
 
     def __call__(self, *inputs):
         """Convenience for NumPy: allocates the outputs as NumPy arrays and returns them."""

@@ -85,9 +85,10 @@ def _check_types(node: fx.Node, outs) -> None:
             raise ImportFailure(node, f"kiln infers {got[0]}{got[1]} but torch gives {want[0]}{want[1]}")
 
 
-def import_graph(gm: fx.GraphModule, weights: set[str]) -> Graph:
+def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> Graph:
     """Builds a kiln Graph from `gm`; placeholders named in `weights` become
-    weights (bound by pointer), the others inputs. Raises ImportFailure."""
+    weights (bound by pointer), the others inputs. Raises ImportFailure, also
+    for a node whose kiln ops `device`'s backend has no kernel for."""
     g = Graph()
     env: dict[fx.Node, object] = {}
     for node in gm.graph.nodes:
@@ -107,10 +108,14 @@ def import_graph(gm: fx.GraphModule, weights: set[str]) -> Graph:
             target = aten_name(node.target)
             if target is None:
                 raise ImportFailure(node, f"{node.target} is not an ATen op")
+            first = g.num_nodes()
             try:
                 outs = g.aten(target, schema_args(node, env), node.name)
+                missing = g.unsupported_since(first, device)
             except Error as e:
                 raise ImportFailure(node, str(e)) from None
+            if missing is not None:
+                raise ImportFailure(node, f"no {device} kernel: {missing}")
             _check_types(node, outs)
             returns = node.target._schema.returns
             # One Tensor return is the value itself; several returns or one Tensor[] return (split, unbind) stay a list.

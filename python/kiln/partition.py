@@ -100,7 +100,7 @@ def partition(gm: fx.GraphModule, weights: set[str], device_type: str) -> Partit
         )
         fused = partitioner.fuse_partitions(partitioner.propose_partitions())
         try:
-            regions = _import_regions(fused, weights)
+            regions = _import_regions(fused, weights, device_type)
         except ImportFailure as failure:
             rejected[failure.node.name] = failure.reason
             continue
@@ -108,7 +108,7 @@ def partition(gm: fx.GraphModule, weights: set[str], device_type: str) -> Partit
     raise RuntimeError("kiln: partitioning did not converge")
 
 
-def _import_regions(fused: fx.GraphModule, weights: set[str]):
+def _import_regions(fused: fx.GraphModule, weights: set[str], device_type: str):
     regions = {}
     for node in fused.graph.nodes:
         if node.op != "call_module" or not node.target.startswith("fused_"):
@@ -120,7 +120,7 @@ def _import_regions(fused: fx.GraphModule, weights: set[str]):
             ph.meta["val"] = arg.meta.get("val")
             if arg.name in weights or arg.op == "get_attr":
                 region_weights.add(ph.name)
-        regions[node.target] = (import_graph(sub, region_weights), list(node.args))
+        regions[node.target] = (import_graph(sub, region_weights, device_type), list(node.args))
     return regions
 
 

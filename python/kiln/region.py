@@ -60,7 +60,9 @@ class KilnRegion(torch.nn.Module):
             else:
                 inputs.append(self._as_expected(arg, len(inputs)))
         outputs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
-        self.exe.run(inputs, outputs)
+        # On CUDA, kiln runs on the caller's current stream and never synchronizes.
+        stream = torch.cuda.current_stream(self.device).cuda_stream if self.device.type == "cuda" else 0
+        self.exe.run(inputs, outputs, stream)
         if self.first_call:
             self.first_call = False
             if self.trace is not None:

@@ -12,6 +12,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <mutex>
 
 #include "backends/cpu/cpu_kernel.h"
 #include "builder/aten_call.h"
@@ -23,6 +24,9 @@
 #include "passes/pass.h"
 #include "passes/passes.h"
 #include "passes/weight_folds.h"
+#include "runtime/backend.h"
+#include "runtime/artifact_reader.h"
+#include "runtime/artifact_writer.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 
@@ -160,6 +164,28 @@ std::string_view kind_name(ValueKind k) {
   return "?";
 }
 
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device{DeviceKind::cpu, 0};
+  if (s == "cuda") return Device{DeviceKind::cuda, 0};
+  if (s.rfind("cuda:", 0) == 0) {
+    try {
+      return Device{DeviceKind::cuda, std::stoi(s.substr(5))};
+    } catch (...) {
+    }
+  }
+  fail(ErrorKind::invalid_argument, "unknown device '", s, "' (expected cpu, cuda or cuda:N)");
+}
+
+// One backend per device, kept for support queries during import.
+const Backend& backend_for(Device d) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::unique_ptr<Backend>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = cache[{static_cast<int>(d.kind), d.index}];
+  if (!slot) slot = make_backend(d);
+  return *slot;
+}
+
 }  // namespace
 
 // ---- executables ------------------------------------------------------------
@@ -205,18 +231,6 @@ TensorView to_view(const AnyArray& a, const std::string& what) {
     fail(ErrorKind::invalid_argument, what, ": DLPack device type ", dev, " is not supported by kiln");
   }
   return v;
-}
-
-Device parse_device(const std::string& s) {
-  if (s == "cpu") return Device{DeviceKind::cpu, 0};
-  if (s == "cuda") return Device{DeviceKind::cuda, 0};
-  if (s.rfind("cuda:", 0) == 0) {
-    try {
-      return Device{DeviceKind::cuda, std::stoi(s.substr(5))};
-    } catch (...) {
-    }
-  }
-  fail(ErrorKind::invalid_argument, "unknown device '", s, "' (expected cpu, cuda or cuda:N)");
 }
 
 nb::list types_to_py(const std::vector<TensorType>& types) {
@@ -280,6 +294,50 @@ void bind_executable(nb::module_& m) {
       },
       nb::arg("graph"), nb::arg("device") = "cpu", nb::arg("optimize") = true,
       "Optimizes a copy of `graph` and compiles it into an Executable for `device`.");
+}
+
+}  // namespace
+
+// ---- artifacts: save and load (python/kiln/artifacts.py) ---------------------
+
+namespace {
+
+void bind_artifacts(nb::module_& m) {
+  nb::class_<LoadedProgram>(m, "LoadedProgram")
+      .def("executable", [](LoadedProgram& p) -> Executable& { return p.executable(); },
+           nb::rv_policy::reference_internal, "The program's Executable (kept alive by this object).")
+      .def("weights",
+           [](const LoadedProgram& p) {
+             nb::list out;
+             for (const ArtifactWeight& w : p.artifact().weights())
+               out.append(nb::make_tuple(w.key, w.name, std::string(dtype_name(w.type.dtype)), nb::cast(w.type.dims),
+                                         nb::cast(w.type.strides), w.data != nullptr));
+             return out;
+           },
+           "(key, name, dtype, dims, strides, stored) for each weight.")
+      .def("metadata", [](const LoadedProgram& p) { return p.artifact().metadata(); })
+      .def("format_version", [](const LoadedProgram& p) { return p.artifact().format_version(); });
+
+  m.def(
+      "save_artifact",
+      [](const Executable& exe, const std::string& path, bool weights, std::map<std::string, std::string> names,
+         std::map<std::string, std::string> metadata) {
+        ArtifactSaveOptions options{weights, std::move(names), std::move(metadata)};
+        nb::gil_scoped_release release;
+        save_artifact(exe, path, options);
+      },
+      nb::arg("exe"), nb::arg("path"), nb::arg("weights") = true, nb::arg("weight_names") = std::map<std::string, std::string>(),
+      nb::arg("metadata") = std::map<std::string, std::string>(),
+      "Writes `exe`'s optimized graph and (weights=True) its bound weights into one artifact file.");
+  m.def(
+      "load_artifact",
+      [](const std::string& path, const std::string& device, bool verify_weights) {
+        ArtifactReadOptions options;
+        options.verify_weights = verify_weights;
+        return new LoadedProgram(Artifact::open(path, options), parse_device(device));
+      },
+      nb::arg("path"), nb::arg("device") = "cpu", nb::arg("verify_weights") = true,
+      "Maps and checks an artifact file; stored weights are bound in place from the mapping.");
 }
 
 }  // namespace
@@ -394,6 +452,20 @@ NB_MODULE(_kiln, m) {
       .def("weights", [](PyGraph& g) { return wrap_values(g, g.graph->weights()); })
       .def("outputs", [](PyGraph& g) { return wrap_values(g, g.graph->outputs()); })
       .def("num_nodes", [](PyGraph& g) { return g.graph->num_nodes(); })
+      .def("unsupported_since",
+           [](PyGraph& g, size_t first, const std::string& device) -> std::optional<std::string> {
+             // Why `device`'s backend cannot run a node added at position >= first
+             // (views need no kernel); None when it can run them all.
+             const Backend& backend = backend_for(parse_device(device));
+             std::vector<Node*> nodes = g.graph->nodes();
+             for (size_t i = first; i < nodes.size(); ++i) {
+               if (nodes[i]->op->has(kView)) continue;
+               std::string why;
+               if (!backend.supports(*nodes[i], &why)) return why;
+             }
+             return std::nullopt;
+           },
+           nb::arg("first"), nb::arg("device"))
       .def("op_counts",
            [](PyGraph& g) {
              std::map<std::string, int> counts;
@@ -419,6 +491,7 @@ NB_MODULE(_kiln, m) {
   });
 
   bind_executable(m);
+  bind_artifacts(m);
 
   // Weight folds (Note [Weight folds]): the frontend's fold stage.
   m.def("lower_precision", [](PyGraph& g, const std::string& to) { return lower_precision(*g.graph, DType::f32, to_dtype(to)); },

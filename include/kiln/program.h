@@ -1,0 +1,98 @@
+// kiln's public C++ API: load a saved program (an artifact written by
+// kiln.save or kiln::save_artifact), bind weights if the file holds none,
+// and run it on the CPU, in a process with no Python and no torch.
+//
+//   kiln::Program program = kiln::Program::load("model.kiln");
+//   std::vector<kiln::Tensor> outputs = program.run({kiln::TensorRef{x.data(), kiln::ElementType::f32, {1, 16}}});
+//
+// Tensors cross as a pointer plus shape plus element type (TensorRef; strides
+// in elements, empty for contiguous); the caller owns that memory. Errors are
+// thrown as exceptions derived from std::runtime_error (kiln::Error inside
+// kiln), with a message that names the input, weight or part of the file at
+// fault; a damaged file is reported, never crashes the process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+enum class ElementType : uint8_t { f32, f16, bf16, f64, i64, i32, i16, i8, u8, boolean };
+
+size_t element_size(ElementType type);
+const char* element_type_name(ElementType type);  // "f32", "bf16", "bool", ...
+
+// A tensor the caller owns. Not copied: weights are read from it on every run.
+struct TensorRef {
+  void* data = nullptr;
+  ElementType dtype = ElementType::f32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // in elements; empty means contiguous
+};
+
+// What a program takes, returns or binds.
+struct TensorInfo {
+  std::string name;  // weights: the name to bind by; inputs and outputs: their position as text
+  ElementType dtype = ElementType::f32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int64_t numel() const;
+  size_t nbytes() const;  // contiguous
+};
+
+// A contiguous tensor that owns its bytes (run's results).
+struct Tensor {
+  ElementType dtype = ElementType::f32;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+  TensorRef ref() { return TensorRef{bytes.data(), dtype, shape, {}}; }
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+};
+
+struct LoadOptions {
+  bool verify_weights = true;  // hash the stored weights while loading (touches every page once)
+};
+
+class Program {
+ public:
+  // Maps the file, checks it and prepares it to run on the CPU. Weights stored
+  // in the file are used in place (mapped, not copied).
+  static Program load(const std::string& path, const LoadOptions& options = {});
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+  ~Program();
+
+  std::vector<TensorInfo> inputs() const;
+  std::vector<TensorInfo> outputs() const;
+  std::vector<TensorInfo> weights() const;
+  // Names of the weights still to bind (the file was saved without them).
+  std::vector<std::string> unbound_weights() const;
+  // Binds a weight by its name (or key) to the caller's memory, which must
+  // stay alive and unchanged-in-shape while the program may run.
+  void bind_weight(const std::string& name, const TensorRef& tensor);
+  // Runs one call writing into the caller's contiguous output buffers.
+  void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
+  // Runs one call and returns freshly allocated outputs.
+  std::vector<Tensor> run(std::span<const TensorRef> inputs);
+  std::vector<Tensor> run(std::initializer_list<TensorRef> inputs) {
+    return run(std::span<const TensorRef>(inputs.begin(), inputs.size()));
+  }
+  // The file's metadata and a readable account of the program (kernels and memory plan).
+  std::map<std::string, std::string> metadata() const;
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  explicit Program(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+// Saving a compiled program: writes an Executable's optimized graph and,
+// optionally, the weights it is bound to into one artifact file (Note
+// [Artifact format] in runtime/artifact_format.h).
+//
+// The weights are read from the memory the executable is bound to (CPU
+// today; a CUDA executable's weights would be copied to the host in chunks),
+// hashed once and written once, never gathered into a second buffer.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace kiln {
+
+class Executable;
+
+struct ArtifactSaveOptions {
+  // false: the file holds the weights' keys, names and types but not their
+  // data; the loader re-binds them (from a dict, a safetensors file, ...).
+  bool weights = true;
+  // key -> the name users know the weight by (e.g. "fc1.weight" for the key
+  // "p_fc1_weight"); keys without one are named by their key.
+  std::map<std::string, std::string> weight_names;
+  // Free-form key/value pairs kept in the metadata section.
+  std::map<std::string, std::string> metadata;
+};
+
+// Writes the artifact to `path` (through a temporary file renamed into place,
+// so a failed save leaves no partial file). Throws kiln::Error when a weight
+// is not bound (weights=true) or the file cannot be written.
+void save_artifact(const Executable& exe, const std::string& path, const ArtifactSaveOptions& options = {});
+
+}  // namespace kiln

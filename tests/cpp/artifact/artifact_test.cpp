@@ -1,0 +1,304 @@
+// Artifact tests: save -> load -> run equals the in-process executable bit
+// for bit (weights mapped from the file, and weightless files re-bound by
+// the caller), the public kiln::Program API, and hostile files (truncated at
+// every byte, random byte flips, wrong magic and version, forged tables with
+// valid checksums) each rejected with kiln::Error(corrupt_file).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "ir/graph.h"
+#include "ir/printer.h"
+#include "kiln/program.h"
+#include "ops/op_def.h"
+#include "passes/pass.h"
+#include "runtime/artifact_format.h"
+#include "runtime/artifact_reader.h"
+#include "runtime/artifact_writer.h"
+#include "runtime/executable.h"
+#include "support/error.h"
+
+namespace kiln {
+namespace {
+
+// relu(x @ w1 + b1) @ w2t^T-like: w2 is stored transposed (strided) to check
+// that strided weights are saved and bound with their layout.
+std::unique_ptr<Graph> mlp_graph() {
+  auto g = std::make_unique<Graph>();
+  Value* x = g->add_input("x", TensorType(DType::f32, {2, 4}));
+  Value* w1 = g->add_weight("w1", TensorType(DType::f32, {4, 8}), "fc1.weight");
+  Value* b1 = g->add_weight("b1", TensorType(DType::f32, {8}), "fc1.bias");
+  Value* w2 = g->add_weight("w2", TensorType(DType::f32, {8, 3}, {1, 8}), "fc2.weight");
+  Value* h = g->add_node(get_op("matmul"), {x, w1})->outputs[0];
+  h = g->add_node(get_op("add"), {h, b1})->outputs[0];
+  h = g->add_node(get_op("relu"), {h})->outputs[0];
+  Value* y = g->add_node(get_op("matmul"), {h, w2})->outputs[0];
+  g->set_outputs({y, h});
+  run_pipeline(*g);
+  return g;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+struct Fixture {
+  std::unique_ptr<Executable> exe = std::make_unique<Executable>(mlp_graph());
+  std::vector<float> w1 = random_floats(32, 1), b1 = random_floats(8, 2), w2 = random_floats(24, 3);
+  std::vector<float> x = random_floats(8, 4);
+
+  void bind(Executable& e) {
+    e.bind_weight("fc1.weight", TensorView(w1.data(), TensorType(DType::f32, {4, 8})));
+    e.bind_weight("fc1.bias", TensorView(b1.data(), TensorType(DType::f32, {8})));
+    e.bind_weight("fc2.weight", TensorView(w2.data(), TensorType(DType::f32, {8, 3}, {1, 8})));
+  }
+  std::vector<std::vector<float>> run(Executable& e) {
+    std::vector<float> y(6, -1), h(16, -1);
+    TensorView ins[] = {TensorView(x.data(), TensorType(DType::f32, {2, 4}))};
+    TensorView outs[] = {TensorView(y.data(), TensorType(DType::f32, {2, 3})),
+                         TensorView(h.data(), TensorType(DType::f32, {2, 8}))};
+    e.run(ins, outs);
+    return {y, h};
+  }
+};
+
+std::string temp_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("kiln_artifact_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::string corrupt_error(std::vector<uint8_t> bytes) {
+  try {
+    auto a = Artifact::from_bytes(std::move(bytes));
+    LoadedProgram p(a);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::corrupt_file) << e.what();
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::vector<uint8_t> saved_bytes(bool weights = true) {
+  Fixture f;
+  f.bind(*f.exe);
+  std::string path = temp_path(weights ? "hostile.kiln" : "hostile_nw.kiln");
+  ArtifactSaveOptions options;
+  options.weights = weights;
+  save_artifact(*f.exe, path, options);
+  return read_bytes(path);
+}
+
+TEST(Artifact, SaveLoadRunIsBitExact) {
+  Fixture f;
+  f.bind(*f.exe);
+  auto expected = f.run(*f.exe);
+  std::string path = temp_path("mlp.kiln");
+  ArtifactSaveOptions options;
+  options.metadata["note"] = "test";
+  save_artifact(*f.exe, path, options);
+
+  LoadedProgram loaded(Artifact::open(path));
+  EXPECT_TRUE(loaded.unbound_weights().empty());
+  EXPECT_EQ(loaded.artifact().metadata().at("note"), "test");
+  EXPECT_EQ(loaded.artifact().graph_text(), print_graph(f.exe->graph()));
+  auto got = f.run(loaded.executable());
+  EXPECT_TRUE(bit_equal(got[0], expected[0]));
+  EXPECT_TRUE(bit_equal(got[1], expected[1]));
+  // The weights are read in place from the mapping, aligned, never copied.
+  for (const auto& [key, ptr] : loaded.executable().bound_weights()) {
+    bool found = false;
+    for (const ArtifactWeight& w : loaded.artifact().weights())
+      if (w.key == key) {
+        EXPECT_EQ(ptr, w.data) << key;
+        found = true;
+      }
+    EXPECT_TRUE(found) << key;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(ptr) % artifact::kWeightAlignment, 0u) << key;
+  }
+}
+
+TEST(Artifact, WeightlessSaveRebindsWeights) {
+  Fixture f;
+  f.bind(*f.exe);
+  auto expected = f.run(*f.exe);
+  std::string path = temp_path("mlp_nw.kiln");
+  ArtifactSaveOptions options;
+  options.weights = false;
+  save_artifact(*f.exe, path, options);
+  EXPECT_LT(std::filesystem::file_size(path), 4096u);  // no weight data section
+
+  LoadedProgram loaded(Artifact::open(path));
+  EXPECT_EQ(loaded.unbound_weights().size(), 3u);
+  EXPECT_THROW(f.run(loaded.executable()), Error);
+  f.bind(loaded.executable());
+  auto got = f.run(loaded.executable());
+  EXPECT_TRUE(bit_equal(got[0], expected[0]));
+  EXPECT_TRUE(bit_equal(got[1], expected[1]));
+}
+
+TEST(Artifact, UnboundWeightsCannotBeSaved) {
+  Fixture f;
+  try {
+    save_artifact(*f.exe, temp_path("unbound.kiln"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not bound"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Artifact, PublicProgramApi) {
+  Fixture f;
+  f.bind(*f.exe);
+  auto expected = f.run(*f.exe);
+  std::string path = temp_path("mlp_api.kiln");
+  save_artifact(*f.exe, path);
+
+  Program program = Program::load(path);
+  ASSERT_EQ(program.inputs().size(), 1u);
+  EXPECT_EQ(program.inputs()[0].shape, (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(program.outputs().size(), 2u);
+  EXPECT_EQ(program.weights().size(), 3u);
+  auto outs = program.run({TensorRef{f.x.data(), ElementType::f32, {2, 4}}});
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(std::memcmp(outs[0].data<float>(), expected[0].data(), 6 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(outs[1].data<float>(), expected[1].data(), 16 * sizeof(float)), 0);
+
+  // Without weights: bound by their user names.
+  ArtifactSaveOptions options;
+  options.weights = false;
+  save_artifact(*f.exe, path, options);
+  Program bare = Program::load(path);
+  EXPECT_EQ(bare.unbound_weights().size(), 3u);
+  bare.bind_weight("fc1.weight", TensorRef{f.w1.data(), ElementType::f32, {4, 8}});
+  bare.bind_weight("fc1.bias", TensorRef{f.b1.data(), ElementType::f32, {8}});
+  bare.bind_weight("fc2.weight", TensorRef{f.w2.data(), ElementType::f32, {8, 3}, {1, 8}});
+  EXPECT_TRUE(bare.unbound_weights().empty());
+  auto outs2 = bare.run({TensorRef{f.x.data(), ElementType::f32, {2, 4}}});
+  EXPECT_EQ(std::memcmp(outs2[0].data<float>(), expected[0].data(), 6 * sizeof(float)), 0);
+}
+
+TEST(ArtifactHostile, TruncatedAtEveryByte) {
+  for (bool weights : {true, false}) {
+    std::vector<uint8_t> bytes = saved_bytes(weights);
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      std::string msg = corrupt_error(std::vector<uint8_t>(bytes.begin(), bytes.begin() + n));
+      ASSERT_NE(msg, "<no error>") << "truncated to " << n;
+    }
+  }
+}
+
+TEST(ArtifactHostile, RandomByteFlips) {
+  for (bool weights : {true, false}) {
+    std::vector<uint8_t> bytes = saved_bytes(weights);
+    std::mt19937 rng(1234);
+    for (int i = 0; i < 3000; ++i) {
+      std::vector<uint8_t> b = bytes;
+      size_t at = rng() % b.size();
+      b[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+      ASSERT_NE(corrupt_error(std::move(b)), "<no error>") << "flip at " << at;
+    }
+  }
+}
+
+TEST(ArtifactHostile, WrongMagicAndVersion) {
+  std::vector<uint8_t> bytes = saved_bytes();
+  std::vector<uint8_t> b = bytes;
+  b[0] = 'X';
+  EXPECT_NE(corrupt_error(b).find("bad magic"), std::string::npos);
+  b = bytes;
+  b[8] = 2;  // version 2
+  EXPECT_NE(corrupt_error(b).find("format version 2 is not supported"), std::string::npos);
+  EXPECT_NE(corrupt_error({}).find("shorter than"), std::string::npos);
+  b = bytes;
+  b.push_back(0);
+  EXPECT_NE(corrupt_error(b).find("trailing bytes"), std::string::npos);
+}
+
+// Rewrites section `kind` of a valid file and re-seals every checksum, so the
+// reader's checks behind the checksums are exercised.
+std::vector<uint8_t> forge(const std::vector<uint8_t>& file, artifact::SectionKind kind,
+                           const std::vector<uint8_t>& content) {
+  using namespace artifact;
+  auto u32_at = [&](size_t at) { uint32_t v; std::memcpy(&v, file.data() + at, 4); return v; };
+  auto u64_at = [&](size_t at) { uint64_t v; std::memcpy(&v, file.data() + at, 8); return v; };
+  const uint32_t count = u32_at(12);
+  // Re-lay the sections in order with the new content.
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections;
+  for (uint32_t i = 0; i < count; ++i) {
+    size_t e = kHeaderSize + i * kTableEntrySize;
+    uint32_t k = u32_at(e);
+    uint64_t off = u64_at(e + 8), size = u64_at(e + 16);
+    if (k == static_cast<uint32_t>(kind))
+      sections.emplace_back(k, content);
+    else
+      sections.emplace_back(k, std::vector<uint8_t>(file.begin() + off, file.begin() + off + size));
+  }
+  ByteWriter table, body;
+  uint64_t at = kHeaderSize + kTableEntrySize * count;
+  std::vector<uint8_t> out(at, 0);
+  for (auto& [k, bytes] : sections) {
+    uint64_t align = k == static_cast<uint32_t>(SectionKind::weight_data) ? kWeightDataAlignment : kSectionAlignment;
+    uint64_t off = align_up(out.size(), align);
+    out.resize(off, 0);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    table.u32(k);
+    table.u32(0);
+    table.u64(off);
+    table.u64(bytes.size());
+    table.u64(checksum(bytes));
+  }
+  ByteWriter header;
+  header.raw(std::span(reinterpret_cast<const uint8_t*>(kMagic), 8));
+  header.u32(kFormatVersion);
+  header.u32(count);
+  header.u64(out.size());
+  header.u64(checksum(table.bytes()));
+  for (int i = 0; i < 3; ++i) header.u64(0);
+  header.u64(checksum(std::span(header.bytes()).first(56)));
+  std::copy(header.bytes().begin(), header.bytes().end(), out.begin());
+  std::copy(table.bytes().begin(), table.bytes().end(), out.begin() + kHeaderSize);
+  return out;
+}
+
+TEST(ArtifactHostile, ForgedSectionsWithValidChecksums) {
+  using artifact::SectionKind;
+  std::vector<uint8_t> bytes = saved_bytes();
+  // The forger itself reproduces a valid file.
+  EXPECT_EQ(corrupt_error(forge(bytes, SectionKind::metadata, {0, 0, 0, 0})), "<no error>");
+
+  std::string text = "graph { this is not IR }";
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::graph, {text.begin(), text.end()})).find("graph section"),
+            std::string::npos);
+  // Counts far beyond the bytes that would hold them: rejected before any allocation.
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::metadata, {0xff, 0xff, 0xff, 0xff})).find("cannot fit"),
+            std::string::npos);
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::weight_table, {0xff, 0xff, 0xff, 0xff})).find("cannot fit"),
+            std::string::npos);
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::weight_table, {0, 0, 0, 0})).find("not in the weight table"),
+            std::string::npos);
+  // A string length past the end.
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::metadata, {1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0}))
+                .find("truncated"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
