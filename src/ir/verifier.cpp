@@ -61,21 +61,24 @@ class Verifier {
     fail(ErrorKind::invalid_argument, "verify: ", where_, std::forward<Parts>(parts)...);
   }
 
-  void check_type(const TensorType& t, const std::string& what) {
+  // `what()` describes the value for an error message; it is only called on failure.
+  template <typename Describe>
+  void check_type(const TensorType& t, const Describe& what) {
     if (t.strides.size() != t.dims.size())
-      fail_here(what, " has ", t.dims.size(), " dims but ", t.strides.size(), " strides");
+      fail_here(what(), " has ", t.dims.size(), " dims but ", t.strides.size(), " strides");
     int64_t n = 1;
     for (size_t i = 0; i < t.dims.size(); ++i) {
-      if (t.dims[i] < 0) fail_here(what, " has a negative dim ", t.dims[i]);
-      if (t.strides[i] < 0) fail_here(what, " has a negative stride ", t.strides[i]);
-      if (__builtin_mul_overflow(n, t.dims[i], &n)) fail_here(what, " has too many elements (overflow)");
+      if (t.dims[i] < 0) fail_here(what(), " has a negative dim ", t.dims[i]);
+      if (t.strides[i] < 0) fail_here(what(), " has a negative stride ", t.strides[i]);
+      if (__builtin_mul_overflow(n, t.dims[i], &n)) fail_here(what(), " has too many elements (overflow)");
     }
   }
 
-  void define_name(const Value* v, const std::string& what) {
-    if (v->name.empty()) fail_here(what, " has an empty name");
+  template <typename Describe>
+  void define_name(const Value* v, const Describe& what) {
+    if (v->name.empty()) fail_here(what(), " has an empty name");
     auto [it, fresh] = names_.emplace(v->name, v);
-    if (!fresh) fail_here(what, ": value name ", value_ref(v->name), " is defined twice");
+    if (!fresh) fail_here(what(), ": value name ", value_ref(v->name), " is defined twice");
   }
 
   void check_declared(const std::vector<Value*>& list, ValueKind kind, const char* kind_name) {
@@ -83,10 +86,11 @@ class Verifier {
       const Value* v = list[i];
       if (v == nullptr) fail_here(kind_name, " ", i, " is null");
       std::string what = str_cat(kind_name, " ", value_ref(v->name));
+      auto describe = [&] { return what; };
       if (v->kind != kind) fail_here(what, " is listed as a ", kind_name, " but has another kind");
       if (v->producer != nullptr) fail_here(what, " has a producer node");
-      define_name(v, what);
-      check_type(v->type, what);
+      define_name(v, describe);
+      check_type(v->type, describe);
       if (kind == ValueKind::weight && v->weight_key.empty()) fail_here(what, " has an empty weight key");
       if (kind == ValueKind::literal) {
         if (v->type.strides != contiguous_strides(v->type.dims))
@@ -122,9 +126,9 @@ class Verifier {
     for (const Value* v : n->inputs) in_types.push_back(v->type);
     for (size_t i = 0; i < n->outputs.size(); ++i) {
       const Value* v = n->outputs[i];
-      std::string what = str_cat(label, ": output ", i, " (", ref(v), ")");
+      auto what = [&] { return str_cat(label, ": output ", i, " (", ref(v), ")"); };
       if (v->kind != ValueKind::output || v->producer != n || v->output_index != static_cast<int>(i))
-        fail_here(what, " does not point back to its node (kind, producer or index)");
+        fail_here(what(), " does not point back to its node (kind, producer or index)");
       define_name(v, what);
       check_type(v->type, what);
     }
