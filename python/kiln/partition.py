@@ -48,6 +48,8 @@ def static_reason(node: fx.Node, device_type: str) -> str | None:
         return f"{getattr(node.target, '__name__', node.target)} is not an ATen op"
     if not _kiln.has_aten(target):
         return f"no kiln lowering for {target}"
+    if device_type == "cuda" and not _kiln.has_cuda():
+        return f"kiln's CUDA backend is unavailable: {_kiln.cuda_unavailable_reason()}"
     vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
     for t in _tensors(vals):
         if t.device.type != device_type:
