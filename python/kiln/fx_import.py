@@ -85,6 +85,14 @@ def _check_types(node: fx.Node, outs) -> None:
             raise ImportFailure(node, f"kiln infers {got[0]}{got[1]} but torch gives {want[0]}{want[1]}")
 
 
+def _contiguous_strides(shape):
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return list(reversed(strides))
+
+
 def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> Graph:
     """Builds a kiln Graph from `gm`; placeholders named in `weights` become
     weights (bound by pointer), the others inputs. Raises ImportFailure, also
@@ -97,6 +105,10 @@ def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> 
             if node.name in weights:
                 env[node] = g.weight(node.name, dtype, shape, strides, key=node.name)
             else:
+                # An activation that aliases itself (a stride-0, expanded layout)
+                # is planned contiguous; the region copies it in (region.py).
+                if any(st == 0 and d > 1 for st, d in zip(strides, shape)):
+                    strides = _contiguous_strides(shape)
                 env[node] = g.input(node.name, dtype, shape, strides)
         elif node.op == "call_function" and node.target is operator.getitem:
             source, index = node.args
