@@ -32,7 +32,7 @@ def _is_weight(node, tensor) -> bool:
     source = getattr(grapharg, "source", None)
     name = getattr(source, "name", node.name) if source is not None else node.name
     name = name() if callable(name) else name
-    return "_buffers" in name or "_parameters" in name or "buffers_" in name or "parameters_" in name
+    return "_buffers" in name or "_parameters" in name  # Dynamo sources and placeholder names alike
 
 
 def _device_of(example_inputs, options: Options) -> torch.device:

@@ -85,7 +85,7 @@ def _check_types(node: fx.Node, outs) -> None:
             raise ImportFailure(node, f"kiln infers {got[0]}{got[1]} but torch gives {want[0]}{want[1]}")
 
 
-def _contiguous_strides(shape):
+def contiguous_strides(shape):
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
@@ -108,7 +108,7 @@ def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> 
                 # An activation that aliases itself (a stride-0, expanded layout)
                 # is planned contiguous; the region copies it in (region.py).
                 if any(st == 0 and d > 1 for st, d in zip(strides, shape)):
-                    strides = _contiguous_strides(shape)
+                    strides = contiguous_strides(shape)
                 env[node] = g.input(node.name, dtype, shape, strides)
         elif node.op == "call_function" and node.target is operator.getitem:
             source, index = node.args

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from kiln.executable import Executable
+from kiln.fx_import import contiguous_strides
 from kiln.folding import RegionFolds
 from kiln.torch_types import KILN_TO_TORCH
 
@@ -74,7 +75,7 @@ class KilnRegion(torch.nn.Module):
         t = t.detach()
         if list(t.stride()) != list(strides) and list(t.shape) == list(shape) and t.numel() > 1:
             # Same values in the layout the executable was planned for (an activation, never a weight).
-            if list(strides) == list(torch.empty(0).new_empty(shape, device="meta").stride()):
+            if list(strides) == contiguous_strides(shape):
                 return t.contiguous()
             fixed = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
             fixed.copy_(t)
