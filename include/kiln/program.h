@@ -1,6 +1,6 @@
 // kiln's public C++ API: load a saved program (an artifact written by
 // kiln.save or kiln::save_artifact), bind weights if the file holds none,
-// and run it on the CPU, in a process with no Python and no torch.
+// and run it on the CPU (or CUDA), in a process with no Python and no torch.
 //
 //   kiln::Program program = kiln::Program::load("model.kiln");
 //   std::vector<kiln::Tensor> outputs = program.run({kiln::TensorRef{x.data(), kiln::ElementType::f32, {1, 16}}});
@@ -59,6 +59,22 @@ struct Tensor {
 
 struct LoadOptions {
   bool verify_weights = true;  // hash the stored weights while loading (touches every page once)
+  // Where to run: "cpu", "cuda" or "cuda:N". Weights stored in the file are
+  // uploaded straight from the mapping into device buffers; without a usable
+  // CUDA device, load throws an error saying why.
+  std::string device = "cpu";
+};
+
+// The file a program was loaded from, for inspection.
+struct FileInfo {
+  struct Section {
+    std::string name;
+    uint64_t offset = 0, size = 0;
+  };
+  uint32_t format_version = 0;
+  uint64_t file_size = 0;
+  std::vector<Section> sections;
+  bool has_weight_data = false;
 };
 
 class Program {
@@ -75,9 +91,16 @@ class Program {
   std::vector<TensorInfo> weights() const;
   // Names of the weights still to bind (the file was saved without them).
   std::vector<std::string> unbound_weights() const;
+  // Whether a weight's data came from the file (false: it must be bound).
+  bool weight_stored(const std::string& name) const;
   // Binds a weight by its name (or key) to the caller's memory, which must
   // stay alive and unchanged-in-shape while the program may run.
   void bind_weight(const std::string& name, const TensorRef& tensor);
+  // Binds every weight named in a safetensors file (mapped, not copied; the
+  // program keeps the mapping). Names are matched as bind_weight's; a tensor
+  // whose dtype or shape differs from the weight's is an error naming both;
+  // tensors the program does not read are ignored. Returns how many were bound.
+  size_t bind_safetensors(const std::string& path);
   // Runs one call writing into the caller's contiguous output buffers.
   void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
   // Runs one call and returns freshly allocated outputs.
@@ -88,6 +111,10 @@ class Program {
   // The file's metadata and a readable account of the program (kernels and memory plan).
   std::map<std::string, std::string> metadata() const;
   std::string describe() const;
+  // The program's graph as IR text (docs/ir.md), and each op's node count.
+  std::string graph_text() const;
+  std::map<std::string, int64_t> op_counts() const;
+  FileInfo file_info() const;
 
  private:
   struct Impl;

@@ -36,16 +36,17 @@ def memory_report(clear: bool = False):
     return report(clear)
 
 
-def save(compiled, path, weights: bool = True) -> None:
-    """Saves a program from kiln.compile into one file (weights=False leaves the weights out)."""
+def save(compiled, path, weights: bool = True, example_inputs=None, options=None) -> None:
+    """Saves a program from kiln.compile, or a torch.compile(backend="kiln") model traced whole on
+    `example_inputs` (compiled with `options`), into one file (weights=False leaves the weights out)."""
     from kiln.artifacts import save as save_program
 
-    save_program(compiled, path, weights)
+    save_program(compiled, path, weights, example_inputs, options)
 
 
-def load(path, weights=None):
-    """Loads a file written by kiln.save; returns a callable on torch tensors. `weights`: a dict of tensors
-    (a state dict) to bind, required for weights the file does not hold."""
+def load(path, weights=None, device="cpu"):
+    """Loads a file written by kiln.save onto `device`; returns a callable on torch tensors. `weights`: a
+    state dict or a safetensors file path, required for weights the file does not hold."""
     from kiln.artifacts import load as load_program
 
-    return load_program(path, weights)
+    return load_program(path, weights, device)

@@ -2,17 +2,26 @@
 format] in src/runtime/artifact_format.h), loaded back as a callable on torch
 tensors without recompiling.
 
-What can be saved today: a program from kiln.compile that is one kiln region
-and nothing else (no torch fallback ops, outputs straight from the region).
-Anything else raises kiln.artifacts.UnsupportedProgram saying what is in the
-way. The weights are read where the program is bound to them (the model's own
+What can be saved: a program that is one kiln region and nothing else (no
+torch fallback ops, outputs straight from the region), from kiln.compile, or
+from torch.compile(backend="kiln") given example inputs (the model is traced
+whole by torch.export and compiled by the same partitioner and pipeline).
+What cannot, and why (kiln.artifacts.UnsupportedProgram says which applies):
+  - torch fallback ops: they run in PyTorch, which a saved program (loaded by
+    the C++ runtime, with no Python and no torch) does not have;
+  - several kiln regions: they exist only around fallbacks (above);
+  - graph breaks: the Python code Dynamo runs between graphs is not a graph
+    and cannot be written; torch.export refuses such models and says where.
+The weights are read where the program is bound to them (the model's own
 tensors, or kiln's folded constants) and written once; kiln.load maps the file
-and runs on the mapped weights without copying them.
+and runs on the mapped weights without copying them. A file saved without
+weights is re-bound at load from a state dict or a safetensors file.
 """
 
 from __future__ import annotations
 
 import operator
+import re
 
 import torch
 
@@ -27,20 +36,51 @@ class UnsupportedProgram(RuntimeError):
     """The program holds something kiln.save cannot write yet; the message says what."""
 
 
-def save(compiled, path, weights: bool = True) -> None:
+def _from_torch_compile(compiled, example_inputs, options):
+    """The torch.compile(backend="kiln") model `compiled`, traced whole and compiled by kiln.compile."""
+    import kiln
+
+    if example_inputs is None:
+        raise UnsupportedProgram(
+            "kiln.save of a torch.compile(backend='kiln') model needs example_inputs=(...): Dynamo compiles it "
+            "graph by graph at each new input signature, with Python glue in between that cannot be written, so "
+            "kiln.save traces the model whole (torch.export) on the example inputs and saves that program")
+    try:
+        return kiln.compile(compiled._orig_mod, tuple(example_inputs), **(options or {}))
+    except (kiln_error, UnsupportedProgram, TypeError, ValueError):
+        raise
+    except Exception as e:  # noqa: BLE001 - torch.export's many ways of refusing a model
+        raise UnsupportedProgram(f"kiln.save: torch.export cannot trace the model as one graph (a graph break: "
+                                 f"Python code between graphs cannot be saved): {type(e).__name__}: {e}") from e
+
+
+def _is_input_check(node) -> bool:
+    """torch.export's checks of an input's dtype and shape (no result used): a loaded program checks
+    every input's dtype, shape and strides itself, so they need not be saved."""
+    return (node.op == "call_function" and not node.users
+            and node.target is torch.ops.aten._assert_tensor_metadata.default)
+
+
+def _cuda_arch(device: torch.device) -> str:
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"sm_{major}{minor}"
+
+
+def save(compiled, path, weights: bool = True, example_inputs=None, options=None) -> None:
     from kiln.aot import CompiledProgram
     from kiln.region import KilnRegion
 
+    if isinstance(compiled, torch._dynamo.eval_frame.OptimizedModule):
+        compiled = _from_torch_compile(compiled, example_inputs, options)
     if not isinstance(compiled, CompiledProgram):
         raise UnsupportedProgram(
-            f"kiln.save takes the program kiln.compile returns, got {type(compiled).__name__}; programs from "
-            "torch.compile(backend='kiln') cannot be saved yet (they may span several graphs and torch fallbacks)"
-        )
+            f"kiln.save takes the program kiln.compile returns or a torch.compile(backend='kiln') model (with "
+            f"example_inputs), got {type(compiled).__name__}")
     graph = compiled.module.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     regions = [n for n in graph.nodes if n.op == "call_module" and isinstance(compiled.module.get_submodule(n.target), KilnRegion)]
     others = [n for n in graph.nodes if n.op not in ("placeholder", "output") and n not in regions
-              and not (n.op == "call_function" and n.target is operator.getitem)]
+              and not (n.op == "call_function" and n.target is operator.getitem) and not _is_input_check(n)]
     if others:
         what = ", ".join(f"{n.name} ({n.target})" for n in others[:5])
         raise UnsupportedProgram(f"kiln.save: the program runs {len(others)} op(s) in torch (fallback), e.g. {what}; "
@@ -90,6 +130,10 @@ def save(compiled, path, weights: bool = True) -> None:
                 if is_weight and (args[i].data_ptr() != region.bound_ptrs[i] or args[i] is not region.bound_tensors[i]):
                     region.bind(i, args[i])
     metadata = {"kiln.output_map": ",".join(map(str, output_map))}
+    if region.device.type == "cuda":
+        # Kernels are generated at load for the GPU at hand; the file records the
+        # architecture it was built and checked on, the least a loader must have.
+        metadata["kiln.cuda_arch"] = _cuda_arch(region.device)
     try:
         import torch.utils._pytree as pytree
 
@@ -102,8 +146,9 @@ def save(compiled, path, weights: bool = True) -> None:
 class LoadedProgram:
     """A saved program loaded back: call it with torch tensors (CPU), get torch tensors."""
 
-    def __init__(self, native):
+    def __init__(self, native, device):
         self._native = native
+        self.device = device
         self.exe = Executable(native.executable())
         self.input_types = self.exe.input_types()
         self.output_specs = [(tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in self.exe.output_types()]
@@ -131,12 +176,12 @@ class LoadedProgram:
                 if not stored:
                     missing.append(name)
                 continue
-            t = torch.as_tensor(t).detach()
+            t = torch.as_tensor(t).detach().to(self.device)
             if t.dtype != KILN_TO_TORCH[dtype] or list(t.shape) != list(dims):
                 raise ValueError(f"kiln.load: weight '{name}' is {t.dtype}{list(t.shape)}, the program needs "
                                  f"{KILN_TO_TORCH[dtype]}{list(dims)}")
             if list(t.stride()) != list(strides) and t.numel() > 1:
-                t = torch.empty_strided(list(dims), list(strides), dtype=t.dtype).copy_(t)
+                t = torch.empty_strided(list(dims), list(strides), dtype=t.dtype, device=self.device).copy_(t)
             self.exe.bind_weight(key, t)
         if missing:
             raise ValueError(f"kiln.load: the file holds no data for {len(missing)} weight(s) and none was given: "
@@ -149,9 +194,9 @@ class LoadedProgram:
         for t, (_, shape, strides) in zip(inputs, self.input_types):
             t = t.detach()
             if list(t.stride()) != list(strides) and list(t.shape) == list(shape) and t.numel() > 1:
-                t = torch.empty_strided(t.shape, strides, dtype=t.dtype).copy_(t)
+                t = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device).copy_(t)
             ins.append(t)
-        outs = [torch.empty(shape, dtype=dtype) for shape, dtype in self.output_specs]
+        outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
         self.exe.run(ins, outs)
         outs = [outs[k] for k in self.output_map]
         if self.out_spec is not None:
@@ -161,13 +206,40 @@ class LoadedProgram:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def load(path, weights=None) -> LoadedProgram:
-    native = _kiln.load_artifact(str(path))
-    program = LoadedProgram(native)
-    if weights is not None:
-        if isinstance(weights, (str, bytes)) or hasattr(weights, "__fspath__"):
-            raise TypeError("kiln.load: weights from a safetensors file are not supported yet; pass a dict of tensors")
-        program.bind_weights(dict(weights))
-    else:
-        program.bind_weights({})
+def _check_cuda(device: torch.device, metadata: dict, path) -> None:
+    built = metadata.get("kiln.cuda_arch")
+    if device.type != "cuda" or built is None:
+        return
+    here = _cuda_arch(device)
+    if re.fullmatch(r"sm_\d{2,3}", built) is None:
+        raise kiln_error(f"kiln.load: '{path}' names an unknown GPU architecture {built!r}")
+    version = lambda arch: (int(arch[3:-1]), int(arch[-1]))  # noqa: E731 - "sm_90" -> (9, 0)
+    if version(built) > version(here):
+        raise kiln_error(f"kiln.load: '{path}' was built for {built} GPUs; this GPU ({device}) is {here} and cannot "
+                         "run it (load it on a GPU of that architecture or newer, or on cpu)")
+
+
+def _weights_from(weights, device) -> dict:
+    """A dict of tensors from a state dict or the path of a safetensors file."""
+    if isinstance(weights, (str, bytes)) or hasattr(weights, "__fspath__"):
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(weights, device=str(device))
+        except (SafetensorError, OSError) as e:
+            raise ValueError(f"kiln.load: cannot read weights from safetensors file '{weights}': {e}") from e
+    return dict(weights)
+
+
+def load(path, weights=None, device="cpu") -> LoadedProgram:
+    """Loads a saved program onto `device`; `weights`: a state dict or a safetensors file path, for weights
+    the file does not hold (or to replace those it does)."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", 0)
+    native = _kiln.load_artifact(str(path), str(device))
+    program = LoadedProgram(native, device)
+    _check_cuda(device, program.metadata, path)
+    program.bind_weights(_weights_from(weights, device) if weights is not None else {})
     return program

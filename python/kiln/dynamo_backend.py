@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import warnings
+import weakref
 
 import torch
 
@@ -33,6 +35,18 @@ def _is_weight(node, tensor) -> bool:
     name = getattr(source, "name", node.name) if source is not None else node.name
     name = name() if callable(name) else name
     return "_buffers" in name or "_parameters" in name  # Dynamo sources and placeholder names alike
+
+
+def _weight_name(node) -> str:
+    """The model's name for a weight placeholder ("0.weight"), from Dynamo's source when there is one."""
+    source = getattr(node.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", None) if source is not None else None
+    name = name() if callable(name) else name
+    if not isinstance(name, str):
+        return node.name
+    name = re.sub(r"\._(?:modules|parameters|buffers)\['([^']*)'\]", r".\1", name)
+    # The compiled module itself is the local `self` (a method) or `fn` (torch.compile of a module).
+    return re.sub(r"^L\['(?:self|fn)'\]\.?|^L\['([^']*)'\]", lambda m: m.group(1) or "", name) or node.name
 
 
 def _device_of(example_inputs, options: Options) -> torch.device:
@@ -58,11 +72,15 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     weight_flags = [_is_weight(n, t) for n, t in zip(placeholders, example_inputs)]
     device = _device_of(example_inputs, opts)
-    compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports)
+    # The real weights, held weakly, for the weight registry (aot_autograd hands the compiler fake ones).
+    weight_refs = [(weakref.ref(t), _weight_name(n)) if w and isinstance(t, torch.Tensor) else None
+                   for n, t, w in zip(placeholders, example_inputs, weight_flags)]
+    compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
+                                 weight_refs=weight_refs)
     return aot_autograd(fw_compiler=compiler, decompositions=core_aten_decompositions())(gm, example_inputs)
 
 
-def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, device, options, reports):
+def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, device, options, reports, weight_refs):
     from torch._functorch.aot_autograd import make_boxed_func
 
     from kiln.compile_fx import compile_fx_graph
@@ -70,7 +88,13 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, dev
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     # aot_autograd keeps Dynamo's inputs in order (the GraphModule owns no parameters).
     weights = {n.name for n, w in zip(placeholders, weight_flags) if w}
-    compiled, report = compile_fx_graph(gm, weights, device, options)
+    weight_tensors, weight_names = {}, {}
+    for n, ref in zip(placeholders, weight_refs):
+        t = ref[0]() if ref is not None else None
+        if t is not None and not isinstance(t, torch._subclasses.FakeTensor):
+            weight_tensors[n.name], weight_names[n.name] = t, ref[1]
+    compiled, report = compile_fx_graph(gm, weights, device, options, weight_tensors, weight_names)
+    del weight_tensors
     if reports is not None:
         reports.append(report)
     if options.verbose:

@@ -58,11 +58,43 @@ class Executable:
     def describe(self) -> str:
         return self._native.describe()
 
+    def call_stats(self) -> dict:
+        """calls, graph_captures, graph_updates, graph_replays and uncaptured_reason (CUDA graphs)."""
+        return self._native.call_stats()
+
 
 _NUMPY = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", "i32": "int32", "i16": "int16",
           "i8": "int8", "u8": "uint8", "bool": "bool"}
 
 
-def compile_graph(graph: _kiln.Graph, device: str = "cpu", optimize: bool = True) -> Executable:
-    """Compiles `graph` for `device` ("cpu", or "cuda[:N]" where the CUDA backend is built)."""
-    return Executable(_kiln.compile(graph, device, optimize))
+def compile_graph(graph: _kiln.Graph, device: str = "cpu", optimize: bool = True, cuda_graphs: bool = True) -> Executable:
+    """Compiles `graph` for `device` ("cpu", or "cuda[:N]" where the CUDA backend is built).
+
+    On CUDA the executable's device memory (its arena and literals) comes from torch's caching
+    allocator, so torch.cuda.memory_allocated() counts it, and with `cuda_graphs` its calls are
+    replayed as CUDA graphs (src/runtime/executable.h says when and how)."""
+    allocator = torch_allocator(device) if device.startswith("cuda") else None
+    return Executable(_kiln.compile(graph, device, optimize, allocator, cuda_graphs))
+
+
+def torch_allocator(device: str):
+    """An allocator callback for kiln: device memory as a torch uint8 tensor, which kiln keeps
+    alive (and so torch counts as allocated) until it frees the memory. None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    dev = torch.device(device)
+
+    def allocate(nbytes: int, alignment: int):
+        # Real memory even while torch.compile traces with fake tensors (kiln
+        # compiles inside AOTAutograd's compiler call, under its FakeTensorMode).
+        with _disable_current_modes(), torch.inference_mode():
+            t = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+            if t.data_ptr() % alignment:  # torch's blocks are 512-byte aligned; pad only if not
+                t = torch.empty(nbytes + alignment, dtype=torch.uint8, device=dev)
+        return -(-t.data_ptr() // alignment) * alignment, t
+
+    return allocate

@@ -11,10 +11,17 @@ fold graph per folded constant. The Python side only runs those graphs:
   constant's final buffer (a torch tensor on the weight's device, so torch's
   memory statistics count it), and dropped with its arena of intermediates
   before the next one starts. Only the fold graph's IR is kept, for re-folds.
+  On CUDA the freed blocks go back to the device once the region's folds are
+  done (torch.cuda.empty_cache, outside any capture).
+- Shared: a region's FoldedConstant points at a SharedConstant from the
+  weight registry (kiln.weight_registry), one per (sources' storages,
+  expression, dtype) across every graph of the process, so a constant used by
+  several regions or graphs is computed and held once.
 - Each constant records (data_ptr, _version) of its sources; a call that sees
   a change re-folds into the same buffer before running (no recompile).
   Inference tensors carry no version counter: for those only a moved storage
-  is seen (an in-place change under inference_mode is not).
+  is seen (an in-place change under inference_mode is not). A source released
+  by donation (kiln.donation) cannot change: its constant is final.
 - The constants hold no reference to their sources: the region's caller
   passes the weights on every call.
 """
@@ -41,36 +48,91 @@ def _stamp(t: torch.Tensor) -> tuple[int, int]:
     return t.data_ptr(), version
 
 
+def released(t: torch.Tensor) -> bool:
+    """True when `t` lost its data to donation (its storage was emptied, its shape kept)."""
+    return t.numel() > 0 and t.untyped_storage().nbytes() == 0
+
+
+class ReleasedWeightError(RuntimeError):
+    """A weight released by donate_weights=True is needed again."""
+
+
 @dataclasses.dataclass(eq=False)
-class FoldedConstant:
-    key: str  # the main graph's weight key, "fold:<n>"
+class SharedConstant:
+    """One folded constant's buffer, shared by every region that folds the same expression of the same storages."""
+
     graph: _kiln.Graph  # inputs: the sources, in order; one output
-    source_keys: list[str]
     tensor: torch.Tensor | None = None  # the kiln-owned result
     stamps: list | None = None  # (data_ptr, version) of each source when last folded
     folds: int = 0  # how many times it was computed
+    source_names: list | None = None  # the model's names for the sources, for errors
+    # Stamps by the tensors that read it: tied tensors on one storage (two Parameters) carry their own
+    # version counters, so each set of source tensors is compared with its own last-seen stamps.
+    seen: dict = dataclasses.field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
         return 0 if self.tensor is None else self.tensor.numel() * self.tensor.element_size()
 
     def stale(self, sources: list[torch.Tensor]) -> bool:
-        return self.stamps is None or any(_stamp(t) != s for t, s in zip(sources, self.stamps))
+        if self.stamps is None:
+            return True
+        key = tuple(id(t) for t in sources)
+        now = [_stamp(t) for t in sources]
+        known = self.seen.get(key)
+        if known is None:
+            # Other tensors on the storages last folded from (an alias, or a released one): adopt their stamps.
+            if any(n[0] != s[0] and not released(t) for t, n, s in zip(sources, now, self.stamps)):
+                return True
+            self.seen[key] = known = now
+        # A released source keeps its last folded value: only a new storage (a replaced .data) counts.
+        return any(n != k and not released(t) for t, n, k in zip(sources, now, known))
 
-    def fold(self, sources: list[torch.Tensor], device: torch.device) -> bool:
-        """Computes the constant into its buffer; True when the buffer is new (bind it)."""
+    def fold(self, sources: list[torch.Tensor], device: torch.device) -> None:
+        """Computes the constant into its buffer (allocated on the first fold, on the sources' device)."""
+        for i, t in enumerate(sources):
+            if released(t):
+                name = self.source_names[i] if self.source_names else f"source {i}"
+                raise ReleasedWeightError(
+                    f"kiln: weight '{name}' was released by donate_weights=True and this folded constant must be "
+                    "computed from it again; donated weights cannot be re-folded (recompile without donate_weights "
+                    "to update weights after compile)")
         out = self.graph.outputs()[0]
-        fresh = self.tensor is None
-        if fresh:
+        if self.tensor is None:
             where = sources[0].device if sources else device
             self.tensor = torch.empty(list(out.shape), dtype=KILN_TO_TORCH[out.dtype], device=where)
         exe = compile_graph(self.graph, device=str(self.tensor.device))
         with torch.no_grad():
             exe.run([s.detach() for s in sources], [self.tensor])
         del exe  # its arena (the fold's intermediates) goes now, before the next fold
-        self.stamps = [_stamp(t) for t in sources]
+        self.stamps = self.seen[tuple(id(t) for t in sources)] = [_stamp(t) for t in sources]
         self.folds += 1
-        return fresh
+
+
+@dataclasses.dataclass(eq=False)
+class FoldedConstant:
+    """A region's view of one folded constant: its key in the region's program and where its sources are."""
+
+    key: str  # the main graph's weight key, "fold:<n>"
+    graph: _kiln.Graph  # inputs: the sources, in order; one output
+    source_keys: list[str]
+    shared: SharedConstant | None = None  # set by the weight registry; a private one otherwise
+
+    def __post_init__(self):
+        if self.shared is None:
+            self.shared = SharedConstant(self.graph)
+
+    @property
+    def tensor(self) -> torch.Tensor | None:
+        return self.shared.tensor
+
+    @property
+    def folds(self) -> int:
+        return self.shared.folds
+
+    @property
+    def nbytes(self) -> int:
+        return self.shared.nbytes
 
 
 class RegionFolds:
@@ -79,32 +141,43 @@ class RegionFolds:
     def __init__(self, folds: list[FoldedConstant], arg_of_key: dict[str, int]):
         self.constants = folds
         self.arg_indices = [[arg_of_key[k] for k in f.source_keys] for f in folds]
+        self.bound: dict[str, torch.Tensor] = {}  # key -> the constant's buffer bound in the region's program
+        self.donor = None  # kiln.donation.Donor under donate_weights: releases sources as their folds complete
 
     @property
     def nbytes(self) -> int:
         return sum(f.nbytes for f in self.constants)
 
     def refresh(self, args, exe, device: torch.device) -> int:
-        """Re-folds every constant whose sources changed (all of them on the first call); returns how many."""
+        """Re-folds every constant whose sources changed (all of them on the first call); returns how many.
+        A constant another region already computed from the same sources is only bound."""
         done = 0
-        for fold, indices in zip(self.constants, self.arg_indices):
-            sources = [args[i] for i in indices]
-            if not fold.stale(sources):
-                continue
-            if fold.fold(sources, device):
-                exe.bind_weight(fold.key, fold.tensor)
-            done += 1
-        if done and device.type == "cuda":
-            torch.cuda.empty_cache()  # the fold arenas' blocks go back to the device
+        work = [(fold, [args[i] for i in indices]) for fold, indices in zip(self.constants, self.arg_indices)]
+        if self.donor is not None:
+            self.donor.begin([t for fold, sources in work if fold.shared.stale(sources) for t in sources])
+        for fold, sources in work:
+            shared = fold.shared
+            if shared.stale(sources):
+                shared.fold(sources, device)
+                done += 1
+                if self.donor is not None:
+                    self.donor.after_fold(sources)
+            if self.bound.get(fold.key) is not shared.tensor:
+                exe.bind_weight(fold.key, shared.tensor)
+                self.bound[fold.key] = shared.tensor
+        if done and device.type == "cuda" and not torch.cuda.is_current_stream_capturing():
+            torch.cuda.empty_cache()  # the fold arenas' (and released weights') blocks go back to the device
         return done
 
 
-def prepare(graph: _kiln.Graph, options: Options) -> list[FoldedConstant]:
-    """Rewrites `graph` in place (precision, batch norm, folds); returns its folded constants."""
+def prepare(graph: _kiln.Graph, options: Options, device: torch.device | None = None) -> list[FoldedConstant]:
+    """Rewrites `graph` in place (precision, batch norm, layout, folds); returns its folded constants."""
     if options.fold != "none":
         _kiln.fold_batch_norm(graph)  # first, so the folded weight and bias are computed in full precision
     if options.precision != "keep":
         _kiln.lower_precision(graph, _PRECISION_DTYPES[options.precision])
     if options.fold == "none":
         return []
+    if device is not None and device.type == "cuda":
+        _kiln.choose_layout(graph)  # f16/bf16 conv chains in NHWC; weight re-layouts become folds below
     return [FoldedConstant(key, g, list(sources)) for key, g, sources in _kiln.split_weight_folds(graph)]

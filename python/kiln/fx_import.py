@@ -115,7 +115,7 @@ def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> 
             got = env[source]
             env[node] = got[index] if isinstance(got, list) else None
             if env[node] is None:
-                raise ImportFailure(node, f"output {index} of {source.name} is not produced by kiln")
+                raise ImportFailure(source, f"output {index} of {source.name} is not produced by kiln")  # the producer falls back
         elif node.op == "call_function":
             target = aten_name(node.target)
             if target is None:

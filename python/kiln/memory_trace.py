@@ -3,8 +3,10 @@
 Each compiled graph gets one MemoryTrace. Stages, in the order they happen:
   start       the compiler was entered
   import      partitioned and imported into kiln IR
-  lower       optimized, planned and lowered (one C++ call: planning allocates
-              nothing, the arena comes with the first run)
+  plan        each region's folds and precision decided (kiln.folding.prepare;
+              allocates nothing: folds are computed on the first call)
+  lower       optimized, memory-planned and lowered (one C++ call: planning
+              allocates nothing, the arena comes with the first run)
   fold        a region's folded constants were computed (on its first call)
   first run   a region's first call finished
   after       the graph's first call finished: what compile leaves behind

@@ -15,7 +15,18 @@ fold: "auto" folds weight-only expressions where that pays at run time
 (precision casts, batch norm into convolution, other weight-only math no
 larger than the weights it reads) and never materializes a view a kernel can
 absorb (a transposed GEMM weight); folded constants are re-folded on the next
-call when a source weight changes in place. "none" folds nothing."""
+call when a source weight changes in place. "none" folds nothing.
+
+donate_weights: False by default. True releases (frees the memory of) an
+eager parameter or buffer whose every use, in every graph of the model kiln
+compiled, was replaced by a folded constant (fp32 weights under
+precision="fp16", a batch norm folded into a convolution), as soon as its
+last fold is computed. A weight still read anywhere is kept: an unfolded use,
+a fallback op, another compiled graph, another tensor or module sharing its
+storage, or a reference from outside the model (an optimizer, a variable).
+Afterwards the eager model raises an error naming the released weight, so
+does a graph compiled later that reads it, and a released weight cannot be
+updated or re-folded. The rules are in docs/memory.md."""
 
 from __future__ import annotations
 
@@ -32,6 +43,7 @@ class Options:
     cuda_graphs: bool = True  # replay whole executables as CUDA graphs (CUDA backend)
     fold: str = "auto"  # "auto": fold weight-only expressions where that pays; "none": never
     verbose: bool = False  # log the explain report and memory stages
+    donate_weights: bool = False  # release eager weights whose every use was folded (docs/memory.md)
 
     @classmethod
     def from_user(cls, options=None, **more) -> "Options":
@@ -52,6 +64,6 @@ class Options:
             raise ValueError(f"kiln option precision={self.precision!r}: expected one of {', '.join(_PRECISIONS)}")
         if self.fold not in _FOLDS:
             raise ValueError(f"kiln option fold={self.fold!r}: expected one of {', '.join(_FOLDS)}")
-        for flag in ("cuda_graphs", "verbose"):
+        for flag in ("cuda_graphs", "verbose", "donate_weights"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"kiln option {flag}={getattr(self, flag)!r}: expected True or False")

@@ -37,6 +37,14 @@ def _tensors(value):
             yield from _tensors(v)
 
 
+def _used_outputs(node: fx.Node):
+    """node's result; of several outputs only those a getitem reads (SDPA's unused RNG state may be u64 or on the CPU)."""
+    val = node.meta.get("val")
+    if not isinstance(val, (list, tuple)) or any(u.target is not operator.getitem for u in node.users):
+        return val
+    return [val[u.args[1]] for u in node.users]
+
+
 def static_reason(node: fx.Node, device_type: str) -> str | None:
     """Why kiln cannot take `node` without trying to import it; None if it may."""
     if node.op != "call_function":
@@ -50,7 +58,7 @@ def static_reason(node: fx.Node, device_type: str) -> str | None:
         return f"no kiln lowering for {target}"
     if device_type == "cuda" and not _kiln.has_cuda():
         return f"kiln's CUDA backend is unavailable: {_kiln.cuda_unavailable_reason()}"
-    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+    vals = [a.meta.get("val") for a in node.all_input_nodes] + [_used_outputs(node)]
     for t in _tensors(vals):
         if t.device.type != device_type:
             return f"tensor on {t.device}, region device is {device_type}"

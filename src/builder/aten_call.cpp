@@ -107,6 +107,7 @@ const aten_internal::AdapterMap& adapters() {
     aten_internal::register_shape_adapters(m);
     aten_internal::register_nn_adapters(m);
     aten_internal::register_reduction_adapters(m);
+    aten_internal::register_attention_adapters(m);
     return m;
   }();
   return map;

@@ -72,6 +72,7 @@ void register_elementwise_adapters(AdapterMap& map);
 void register_shape_adapters(AdapterMap& map);
 void register_nn_adapters(AdapterMap& map);
 void register_reduction_adapters(AdapterMap& map);
+void register_attention_adapters(AdapterMap& map);
 }  // namespace aten_internal
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "builder/aten_call.h"
+#include "support/error.h"
 
 namespace kiln::aten_internal {
 
@@ -79,11 +80,38 @@ void register_elementwise_adapters(AdapterMap& m) {
     m[std::string("aten.") + o + ".Tensor"] = binary(o);
     m[std::string("aten.") + o + ".Scalar"] = binary(o);
   }
+  // fmod: floats any divisor; integers only a nonzero constant (torch raises on an integer 0).
+  auto fmod = [as_fmod = binary("fmod")](AtenCall& c) {
+    Operand self = c.operand("self"), other = c.operand("other");
+    if (!is_floating(c.b.result_type({self, other}))) {
+      const auto* d = std::get_if<int64_t>(&other);
+      if (d == nullptr || *d == 0) c.unsupported("integer fmod needs a nonzero constant divisor");
+    }
+    return as_fmod(c);
+  };
+  m["aten.fmod.Scalar"] = fmod;
+  m["aten.fmod.Tensor"] = fmod;
   m["aten.maximum.default"] = binary("maximum");
   m["aten.minimum.default"] = binary("minimum");
   m["aten.logical_and.default"] = binary("logical_and");
   m["aten.logical_or.default"] = binary("logical_or");
   m["aten.logical_not.default"] = unary("logical_not");
+  // Bitwise ops on bools (attention masks) are the logical ops; integer bit math is not lowered.
+  for (auto [o, logical] : {std::pair{"bitwise_and", "logical_and"}, {"bitwise_or", "logical_or"}}) {
+    AtenAdapter as_logical = binary(logical);
+    m[std::string("aten.") + o + ".Tensor"] = [as_logical, o](AtenCall& c) {
+      for (const char* name : {"self", "other"})
+        if (c.tensor(name)->type.dtype != DType::boolean)
+          c.unsupported(str_cat(o, " on ", dtype_name(c.tensor(name)->type.dtype), " (kiln lowers it for bool only)"));
+      return as_logical(c);
+    };
+  }
+  m["aten.bitwise_not.default"] = [](AtenCall& c) {
+    Value* self = c.tensor("self");
+    if (self->type.dtype != DType::boolean)
+      c.unsupported(str_cat("bitwise_not on ", dtype_name(self->type.dtype), " (kiln lowers it for bool only)"));
+    return one(c.b.elementwise("logical_not", {self}));
+  };
   m["aten.pow.Tensor_Scalar"] = [](AtenCall& c) {
     Operand self = c.operand("self"), exponent = c.operand("exponent");
     DType t = c.b.result_type({self, exponent});

@@ -1,6 +1,7 @@
-// ATen adapters for matrix products, convolution, normalization, softmax,
-// pooling and attention.
+// ATen adapters for matrix products, convolution, normalization, softmax
+// and pooling (attention: aten_attention.cpp).
 #include "builder/aten_call.h"
+#include "support/error.h"
 
 namespace kiln::aten_internal {
 
@@ -28,22 +29,32 @@ void append_affine(AtenCall& c, std::vector<Value*>& ins) {
   if (bias != nullptr) ins.push_back(bias);
 }
 
+// A 1-D convolution ([N, C, L] input) as a 2-D one over [N, C, 1, L].
+Value* conv1d_as_2d(AtenCall& c, Value* x) {
+  Value* w = c.tensor("weight");
+  if (w->type.rank() != 3) c.unsupported("1-D convolution needs a 3-D weight");
+  auto one_of = [&](const char* name, int64_t fallback) {
+    std::vector<int64_t> v = c.ints_or(name, {fallback});
+    if (v.size() != 1) c.unsupported(str_cat("1-D convolution with ", v.size(), " values for ", name));
+    return v[0];
+  };
+  const Dims& xd = x->type.dims;
+  const Dims& wd = w->type.dims;
+  std::vector<Value*> ins = {c.b.reshape(x, {xd[0], xd[1], 1, xd[2]}), c.b.reshape(w, {wd[0], wd[1], 1, wd[2]})};
+  if (Value* bias = c.opt_tensor("bias")) ins.push_back(bias);
+  Attrs a = attrs({{"stride", std::vector<int64_t>{1, one_of("stride", 1)}},
+                   {"padding", std::vector<int64_t>{0, one_of("padding", 0)}},
+                   {"dilation", std::vector<int64_t>{1, one_of("dilation", 1)}},
+                   {"groups", c.int_or("groups", 1)}});
+  Value* y = c.b.op1("conv2d", ins, std::move(a));
+  return c.b.reshape(y, {y->type.dims[0], y->type.dims[1], y->type.dims[3]});
+}
+
 std::vector<Value*> softmax(AtenCall& c, const char* op) {
   Value* x = c.tensor("self");
   if (c.flag_or("half_to_float", false)) c.unsupported("half_to_float");
   if (auto t = c.dtype("dtype")) x = c.b.cast(x, *t);
   return one(c.b.op1(op, {x}, attrs({{"dim", c.int_("dim")}})));
-}
-
-std::vector<Value*> attention(AtenCall& c, bool with_logsumexp) {
-  if (c.number_or("dropout_p", 0.0) != 0.0) c.unsupported("dropout in attention");
-  if (c.flag_or("enable_gqa", false)) c.unsupported("grouped-query attention (enable_gqa)");
-  std::vector<Value*> ins = {c.tensor("query"), c.tensor("key"), c.tensor("value")};
-  if (Value* mask = c.opt_tensor("attn_mask")) ins.push_back(mask);
-  Attrs a = attrs({{"causal", c.flag_or("is_causal", false)}, {"scale", c.number_or("scale", 0.0)}});
-  Value* out = c.b.op1("scaled_dot_product_attention", ins, std::move(a));
-  if (!with_logsumexp) return one(out);
-  return {out, nullptr};
 }
 
 }  // namespace
@@ -65,7 +76,8 @@ void register_nn_adapters(AdapterMap& m) {
   m["aten.convolution.default"] = [](AtenCall& c) {
     Value* x = c.tensor("input");
     if (c.flag_or("transposed", false)) c.unsupported("transposed convolution");
-    if (x->type.rank() != 4) c.unsupported("only 2-D convolution (4-D input) is supported");
+    if (x->type.rank() == 3) return one(conv1d_as_2d(c, x));
+    if (x->type.rank() != 4) c.unsupported("only 1-D and 2-D convolution (3-D or 4-D input) are supported");
     std::vector<Value*> ins = {x, c.tensor("weight")};
     if (Value* bias = c.opt_tensor("bias")) ins.push_back(bias);
     Attrs a = attrs({{"stride", pair(c, "stride", {1, 1})},
@@ -113,8 +125,6 @@ void register_nn_adapters(AdapterMap& m) {
     return one(c.b.op1("adaptive_avg_pool2d", {c.tensor("self")}, attrs({{"output_size", pair(c, "output_size", {})}})));
   };
   m["aten.adaptive_avg_pool2d.default"] = m["aten._adaptive_avg_pool2d.default"];
-  m["aten.scaled_dot_product_attention.default"] = [](AtenCall& c) { return attention(c, false); };
-  m["aten._scaled_dot_product_flash_attention_for_cpu.default"] = [](AtenCall& c) { return attention(c, true); };
 }
 
 }  // namespace kiln::aten_internal

@@ -72,6 +72,12 @@ void register_reduction_adapters(AdapterMap& m) {
   m["aten.var.correction"] = reduce("var");
   m["aten.argmax.default"] = arg_reduce("argmax");
   m["aten.argmin.default"] = arg_reduce("argmin");
+  m["aten.cumsum.default"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    // torch sums integers and bool as i64 unless a dtype is given.
+    DType t = c.dtype("dtype").value_or(is_floating(x->type.dtype) ? x->type.dtype : DType::i64);
+    return one(c.b.op1("cumsum", {c.b.cast(x, t)}, attrs({{"dim", c.int_("dim")}})));
+  };
   m["aten.max.dim"] = value_and_index("amax", "argmax");
   m["aten.min.dim"] = value_and_index("amin", "argmin");
 }

@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "builder/aten_call.h"
+#include "support/error.h"
 
 namespace kiln::aten_internal {
 
@@ -126,6 +127,35 @@ void register_shape_adapters(AdapterMap& m) {
   };
   m["aten.index_select.default"] = [](AtenCall& c) {
     return one(c.b.op1("index_select", {c.tensor("self"), c.tensor("index")}, attrs({{"dim", c.int_("dim")}})));
+  };
+  // x[i0, ..., ik-1]: k integer index tensors (broadcast together) for x's first k dims, no None or bool masks.
+  // One flat row index into x viewed as [rows, rest...], an index_select, and a reshape.
+  m["aten.index.Tensor"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    std::vector<Value*> indices = c.tensors("indices");
+    if (indices.empty() || indices.size() > x->type.rank())
+      c.unsupported("index with " + std::to_string(indices.size()) + " index tensors for a rank-" +
+                    std::to_string(x->type.rank()) + " tensor");
+    Value* flat = nullptr;
+    int64_t rows = 1;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      DType t = indices[d]->type.dtype;
+      if (!is_integral(t) || t == DType::boolean)
+        c.unsupported(str_cat("index tensor ", d, " is ", dtype_name(t), " (integer indices only)"));
+      Value* i = c.b.cast(indices[d], DType::i64);
+      const int64_t size = x->type.dims[d];
+      Value* wrapped = c.b.elementwise("where", {c.b.elementwise("lt", {i, int64_t{0}}), c.b.elementwise("add", {i, size}), i});
+      flat = flat == nullptr ? wrapped : c.b.elementwise("add", {c.b.elementwise("mul", {flat, size}), wrapped});
+      rows *= size;
+    }
+    Dims rest(x->type.dims.begin() + static_cast<std::ptrdiff_t>(indices.size()), x->type.dims.end());
+    Dims table{rows};
+    table.insert(table.end(), rest.begin(), rest.end());
+    Dims out_dims = flat->type.dims;
+    out_dims.insert(out_dims.end(), rest.begin(), rest.end());
+    Value* picked = c.b.op1("index_select", {c.b.reshape(x, table), c.b.reshape(flat, {flat->type.numel()})},
+                            attrs({{"dim", int64_t{0}}}));
+    return one(c.b.reshape(picked, out_dims));
   };
   m["aten.embedding.default"] = [](AtenCall& c) {
     return one(c.b.op1("embedding", {c.tensor("weight"), c.tensor("indices")},

@@ -105,6 +105,7 @@ void register_linalg_ops(OpList& ops) {
 
   OpDef conv;
   conv.name = "conv2d";
+  conv.floating_only = true;
   conv.inputs = {"x", "weight", "bias"};
   conv.optional_inputs = 1;
   conv.attrs = {{"stride", AttrKind::ints, std::vector<int64_t>{1, 1}},

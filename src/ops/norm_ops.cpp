@@ -28,6 +28,7 @@ void check_floating(const TensorType& t, const char* what) {
 OpDef batch_norm() {
   OpDef op;
   op.name = "batch_norm";
+  op.floating_only = true;
   op.inputs = {"x", "running_mean", "running_var", "weight", "bias"};
   op.optional_inputs = 2;
   op.attrs = {{"eps", AttrKind::float_, 1e-5}};
@@ -50,6 +51,7 @@ OpDef batch_norm() {
 OpDef layer_norm() {
   OpDef op;
   op.name = "layer_norm";
+  op.floating_only = true;
   op.inputs = {"x", "weight", "bias"};
   op.optional_inputs = 2;
   op.attrs = {{"eps", AttrKind::float_, 1e-5}, {"normalized_rank", AttrKind::int_, int64_t{1}}};
@@ -75,6 +77,7 @@ OpDef layer_norm() {
 OpDef softmax(const char* name, std::vector<std::string> aten) {
   OpDef op;
   op.name = name;
+  op.floating_only = true;
   op.inputs = {"x"};
   op.attrs = {{"dim", AttrKind::int_, int64_t{-1}}};
   op.aten = std::move(aten);

@@ -53,6 +53,9 @@ struct OpDef {
   InferFn infer;
   std::vector<std::string> aten;  // ATen overloads it serves: "aten.add.Tensor", ...
   std::optional<ElementwiseInfo> elementwise;
+  // Input x must be floating-point (f32, f16, bf16, f64): the op's inference
+  // rejects other dtypes; docs/ops.md lists dtypes from it (elementwise ops: `kind`).
+  bool floating_only = false;
 
   bool has(OpTrait t) const { return (traits & t) != 0; }
   const AttrSpec* attr_spec(std::string_view attr) const;

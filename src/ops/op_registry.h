@@ -19,7 +19,8 @@ void register_pool_ops(OpList& ops);        // max/avg/adaptive-avg pool 2d
 void register_shape_ops(OpList& ops);       // reshape, permute, expand, slice, select, concat, pad, ...
 void register_index_ops(OpList& ops);       // gather, index_select, embedding
 void register_creation_ops(OpList& ops);    // full, arange
-void register_attention_ops(OpList& ops);   // scaled_dot_product_attention
+void register_attention_ops(OpList& ops);   // attention
 void register_fused_ops(OpList& ops);       // fused (elementwise group with a body graph)
+void register_epilogue_ops(OpList& ops);    // conv2d_fused, matmul_epilogue (made by passes)
 
 }  // namespace kiln::ops_internal

@@ -30,6 +30,7 @@ struct Table {
     register_creation_ops(ops);
     register_attention_ops(ops);
     register_fused_ops(ops);
+    register_epilogue_ops(ops);
     for (const OpDef& op : ops) {
       KILN_CHECK(by_name.emplace(op.name, &op).second, "op '", op.name, "' declared twice");
       for (const std::string& a : op.aten)

@@ -7,6 +7,8 @@
 //   adaptive_avg_pool2d  torch's start = floor(o * I / O), end = ceil((o + 1) * I / O)
 // Output sizes follow torch's pooling_output_shape (ceil_mode drops a last
 // window that would start in the right padding).
+// Each also has channels_last (default false), set by the layout pass
+// (passes/choose_layout.cpp): input and outputs are then N, H, W, C (or H, W, C).
 #include <string>
 #include <vector>
 
@@ -94,6 +96,25 @@ std::vector<TensorType> infer_adaptive_avg_pool2d(std::span<const TensorType> in
   return {TensorType(x.dtype, out)};
 }
 
+// NHWC <-> NCHW dim orders of a rank-3 or rank-4 type.
+TensorType permuted(const TensorType& t, bool to_nchw) {
+  const Dims& d = t.dims;
+  if (d.size() == 4) return TensorType(t.dtype, to_nchw ? Dims{d[0], d[3], d[1], d[2]} : Dims{d[0], d[2], d[3], d[1]});
+  return TensorType(t.dtype, to_nchw ? Dims{d[2], d[0], d[1]} : Dims{d[1], d[2], d[0]});
+}
+
+// `infer` over the NCHW reading of channels-last input and outputs.
+InferFn with_layout(InferFn infer) {
+  return [infer](std::span<const TensorType> in, const Attrs& attrs) {
+    if (!attrs.get_bool("channels_last")) return infer(in, attrs);
+    check_input(in[0]);
+    TensorType x = permuted(in[0], true);
+    std::vector<TensorType> out = infer(std::span<const TensorType>(&x, 1), attrs);
+    for (TensorType& t : out) t = permuted(t, false);
+    return out;
+  };
+}
+
 }  // namespace
 
 void register_pool_ops(OpList& ops) {
@@ -105,29 +126,33 @@ void register_pool_ops(OpList& ops) {
                     {"stride", AttrKind::ints, std::vector<int64_t>{}},  // empty: kernel_size
                     {"padding", AttrKind::ints, std::vector<int64_t>{0, 0}},
                     {"dilation", AttrKind::ints, std::vector<int64_t>{1, 1}},
-                    {"ceil_mode", AttrKind::bool_, false}};
-  max_pool.infer = infer_max_pool2d;
+                    {"ceil_mode", AttrKind::bool_, false},
+                    {"channels_last", AttrKind::bool_, false}};
+  max_pool.infer = with_layout(infer_max_pool2d);
   max_pool.aten = {"aten.max_pool2d_with_indices.default"};
   ops.push_back(std::move(max_pool));
 
   OpDef avg_pool;
   avg_pool.name = "avg_pool2d";
   avg_pool.inputs = {"x"};
+  avg_pool.floating_only = true;
   avg_pool.attrs = {{"kernel_size", AttrKind::ints, std::nullopt},
                     {"stride", AttrKind::ints, std::vector<int64_t>{}},  // empty: kernel_size
                     {"padding", AttrKind::ints, std::vector<int64_t>{0, 0}},
                     {"ceil_mode", AttrKind::bool_, false},
                     {"count_include_pad", AttrKind::bool_, true},
-                    {"divisor_override", AttrKind::int_, int64_t{0}}};  // 0: none
-  avg_pool.infer = infer_avg_pool2d;
+                    {"divisor_override", AttrKind::int_, int64_t{0}},  // 0: none
+                    {"channels_last", AttrKind::bool_, false}};
+  avg_pool.infer = with_layout(infer_avg_pool2d);
   avg_pool.aten = {"aten.avg_pool2d.default"};
   ops.push_back(std::move(avg_pool));
 
   OpDef adaptive;
   adaptive.name = "adaptive_avg_pool2d";
   adaptive.inputs = {"x"};
-  adaptive.attrs = {{"output_size", AttrKind::ints, std::nullopt}};
-  adaptive.infer = infer_adaptive_avg_pool2d;
+  adaptive.floating_only = true;
+  adaptive.attrs = {{"output_size", AttrKind::ints, std::nullopt}, {"channels_last", AttrKind::bool_, false}};
+  adaptive.infer = with_layout(infer_adaptive_avg_pool2d);
   adaptive.aten = {"aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default"};
   ops.push_back(std::move(adaptive));
 }

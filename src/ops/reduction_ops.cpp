@@ -57,6 +57,7 @@ OpDef axes_reduction(const char* name, ReduceRule rule, std::vector<std::string>
   if (rule == ReduceRule::floating && std::string(name) == "var")
     op.attrs.push_back({"correction", AttrKind::float_, 1.0});
   op.traits = kReduction;
+  op.floating_only = rule == ReduceRule::floating;
   op.aten = std::move(aten);
   std::string op_name = name;
   op.infer = [rule, op_name](std::span<const TensorType> in, const Attrs& attrs) {
@@ -98,9 +99,26 @@ OpDef arg_reduction(const char* name, std::vector<std::string> aten) {
   return op;
 }
 
+// Running sum along one axis (aten.cumsum): same dtype and dims as x; the
+// adapter casts x to the result dtype first (integers and bool sum as i64).
+OpDef cumsum() {
+  OpDef op;
+  op.name = "cumsum";
+  op.inputs = {"x"};
+  op.attrs = {{"dim", AttrKind::int_, std::nullopt}};
+  op.aten = {"aten.cumsum.default"};
+  op.infer = [](std::span<const TensorType> in, const Attrs& attrs) {
+    const TensorType& x = in[0];
+    if (x.rank() > 0) normalize_axis(attrs.get_int("dim"), static_cast<int64_t>(x.rank()));
+    return std::vector<TensorType>{TensorType(x.dtype, x.dims)};
+  };
+  return op;
+}
+
 }  // namespace
 
 void register_reduction_ops(OpList& ops) {
+  ops.push_back(cumsum());
   ops.push_back(axes_reduction("sum", ReduceRule::sum, {"aten.sum.dim_IntList", "aten.sum.default"}));
   ops.push_back(axes_reduction("mean", ReduceRule::floating, {"aten.mean.dim", "aten.mean.default"}));
   ops.push_back(axes_reduction("amax", ReduceRule::same, {"aten.amax.default"}));

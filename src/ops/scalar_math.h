@@ -36,6 +36,12 @@ KILN_HD double k_pow(double x, double y) { return pow(x, y); }
 KILN_HD float k_fabs(float x) { return fabsf(x); }
 KILN_HD double k_fabs(double x) { return fabs(x); }
 
+// fmod: the remainder with the sign of x (C fmod, torch.fmod). Integers: the
+// frontend lowers only a nonzero constant divisor; 0 gives 0 instead of trapping.
+KILN_HD float k_fmod(float x, float y) { return fmodf(x, y); }
+KILN_HD double k_fmod(double x, double y) { return fmod(x, y); }
+KILN_HD int64_t k_fmod(int64_t x, int64_t y) { return y == 0 ? 0 : x % y; }
+
 template <typename T>
 KILN_HD bool k_isnan(T x) {
   return x != x;

@@ -48,10 +48,23 @@ bool simplify(Graph& graph);
 // fold_batch_norm.cpp. Run by the weight-fold stage, not the pipeline.
 bool fold_batch_norm(Graph& graph);
 
+// f16/bf16 convolution chains run channels-last (NHWC), with layout
+// conversions only at the chains' boundaries; see choose_layout.cpp. Run by
+// the weight-fold stage for CUDA graphs, not the pipeline.
+bool choose_layout(Graph& graph);
+
 // Runs an f32 graph's math in f16/bf16 with the same signature; constant
 // expressions stay in `from` and are cast where they meet activations (so the
 // casts fold into constants); see lower_precision.cpp.
 bool lower_precision(Graph& graph, DType from, DType to);
+
+// softmax(Q K^T * scale [+ mask]) V spelled as matmul/softmax/matmul becomes
+// one attention node; see fuse_attention.cpp.
+bool fuse_attention(Graph& graph);
+
+// Bias adds and activations after matmul, ReLU after conv2d, become the
+// fused ops matmul_epilogue and conv2d_fused; see fuse_epilogues.cpp.
+bool fuse_epilogues(Graph& graph);
 
 // Groups connected elementwise ops (and casts) of the same output dims into
 // nodes of op "fused" with a body graph; see fuse_elementwise.cpp.

@@ -14,7 +14,9 @@ const std::vector<PipelineStep>& default_pipeline() {
           {"simplify", simplify},
           {"fold_literals", [](Graph& g) { return fold_literals(g); }},
           {"cse", cse},
+          {"fuse_attention", fuse_attention},
       }),
+      single({"fuse_epilogues", fuse_epilogues}),
       single({"fuse_elementwise", fuse_elementwise}),
       single({"dce", dce}),
   };

@@ -20,6 +20,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "ops/cuda_kernels.h"
 #include "ops/op_def.h"
 #include "passes/pass.h"
 #include "passes/passes.h"
@@ -254,6 +255,30 @@ std::vector<TensorView> to_views(const nb::list& arrays, const char* what) {
   return views;
 }
 
+// A CallbackAllocator over a Python callable (kiln.executable passes one that
+// allocates from torch's caching allocator). Called with or without the GIL
+// held (run() releases it); the returned owner is released, with the GIL,
+// when kiln frees the memory.
+std::shared_ptr<Allocator> python_allocator(Device device, nb::object fn) {
+  auto release = [](PyObject* p) {
+    if (Py_IsInitialized()) {
+      nb::gil_scoped_acquire gil;
+      Py_DECREF(p);
+    }
+  };
+  std::shared_ptr<PyObject> callable(fn.release().ptr(), release);
+  return std::make_shared<CallbackAllocator>(device, [callable, device, release](size_t bytes, size_t alignment) {
+    nb::gil_scoped_acquire gil;
+    nb::object result = nb::borrow(callable.get())(bytes, alignment);
+    nb::tuple pair;
+    KILN_CHECK(nb::try_cast<nb::tuple>(result, pair) && pair.size() == 2,
+               "allocator callback must return (address, owner), got ", nb::cast<std::string>(nb::str(result)));
+    const uintptr_t address = nb::cast<uintptr_t>(pair[0]);
+    PyObject* owner = nb::object(pair[1]).release().ptr();
+    return DeviceBuffer(reinterpret_cast<void*>(address), bytes, device, [owner, release](void*) { release(owner); });
+  });
+}
+
 void bind_executable(nb::module_& m) {
   nb::class_<Executable>(m, "Executable")
       .def("bind_weight",
@@ -282,18 +307,36 @@ void bind_executable(nb::module_& m) {
              return out;
            })
       .def("describe", &Executable::describe)
+      .def("call_stats",
+           [](const Executable& e) {
+             CallStats s = e.call_stats();
+             nb::dict d;
+             d["calls"] = s.calls;
+             d["graph_captures"] = s.graph_captures;
+             d["graph_updates"] = s.graph_updates;
+             d["graph_replays"] = s.graph_replays;
+             d["uncaptured_reason"] = s.uncaptured_reason;
+             return d;
+           })
       .def("graph_text", [](const Executable& e) { return print_graph(e.graph()); });
 
   m.def(
       "compile",
-      [](PyGraph& g, const std::string& device, bool optimize) {
+      [](PyGraph& g, const std::string& device, bool optimize, nb::object allocator, bool cuda_graphs) {
         std::unique_ptr<Graph> graph = g.graph->clone();
         verify_graph(*graph);
         if (optimize) run_pipeline(*graph);
-        return new Executable(std::move(graph), parse_device(device));
+        const Device dev = parse_device(device);
+        ExecutableOptions options;
+        options.cuda_graphs = cuda_graphs;
+        if (!allocator.is_none()) options.allocator = python_allocator(dev, allocator);
+        return new Executable(std::move(graph), dev, std::move(options));
       },
-      nb::arg("graph"), nb::arg("device") = "cpu", nb::arg("optimize") = true,
-      "Optimizes a copy of `graph` and compiles it into an Executable for `device`.");
+      nb::arg("graph"), nb::arg("device") = "cpu", nb::arg("optimize") = true, nb::arg("allocator") = nb::none(),
+      nb::arg("cuda_graphs") = true,
+      "Optimizes a copy of `graph` and compiles it into an Executable for `device`. `allocator`, if given, is "
+      "called as allocator(nbytes, alignment) -> (address, owner) for the executable's device memory (the arena, "
+      "literals); kiln keeps `owner` alive until it frees that memory. `cuda_graphs` replays CUDA calls as graphs.");
 }
 
 }  // namespace
@@ -490,6 +533,29 @@ NB_MODULE(_kiln, m) {
     return names;
   });
 
+  m.def("op_table", [] {
+    static const char* const kKinds[] = {"arith", "floating", "compare", "logical", "select"};
+    nb::list out;
+    for (const OpDef* op : all_ops()) {
+      nb::dict d;
+      d["name"] = op->name;
+      d["inputs"] = op->inputs;
+      d["variadic"] = op->variadic;
+      d["optional_inputs"] = op->optional_inputs;
+      std::vector<std::string> attrs;
+      for (const AttrSpec& a : op->attrs) attrs.push_back(a.name);
+      d["attrs"] = attrs;
+      d["aten"] = op->aten;
+      d["elementwise_kind"] =
+          op->elementwise ? std::string(kKinds[static_cast<int>(op->elementwise->kind)]) : std::string();
+      d["floating_only"] = op->floating_only;
+      d["cpu"] = cpu::cpu_has_kernel(op->name);
+      d["cuda"] = cuda_has_kernel(*op);
+      out.append(d);
+    }
+    return out;
+  }, "Every op of the op table (sorted by name): inputs, attrs, ATen overloads, dtype rule, CPU/CUDA kernels.");
+
   bind_executable(m);
   bind_artifacts(m);
 
@@ -497,6 +563,8 @@ NB_MODULE(_kiln, m) {
   m.def("lower_precision", [](PyGraph& g, const std::string& to) { return lower_precision(*g.graph, DType::f32, to_dtype(to)); },
         nb::arg("graph"), nb::arg("dtype"), "Runs the graph's f32 math in `dtype` (f16, bf16), same signature.");
   m.def("fold_batch_norm", [](PyGraph& g) { return fold_batch_norm(*g.graph); }, nb::arg("graph"));
+  m.def("choose_layout", [](PyGraph& g) { return choose_layout(*g.graph); }, nb::arg("graph"),
+        "Runs f16/bf16 convolution chains channels-last (CUDA graphs, before split_weight_folds).");
   m.def(
       "split_weight_folds",
       [](PyGraph& g) {

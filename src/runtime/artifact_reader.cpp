@@ -167,9 +167,17 @@ void Artifact::parse(const ArtifactReadOptions& options) {
       Dims dims(rank), strides(rank);
       for (auto& d : dims) d = r.i64();
       for (auto& s : strides) s = r.i64();
-      for (uint32_t j = 0; j < rank; ++j)
+      unsigned __int128 numel = 1;
+      for (uint32_t j = 0; j < rank; ++j) {
         if (dims[j] < 0 || dims[j] > kMaxParsedNumel || strides[j] < 0 || strides[j] > kMaxParsedNumel)
           r.fail_here(str_cat(what, ": dim or stride ", j, " is out of range"));
+        // Dims of size 0 count as 1 here, as they do in contiguous strides.
+        numel = std::min<unsigned __int128>(numel * static_cast<uint64_t>(std::max<int64_t>(dims[j], 1)),
+                                            uint64_t{1} << 63);
+      }
+      // Bounded product of the dims (zeros as ones), so that nothing computed
+      // from them (contiguous strides, sizes) can overflow.
+      if (numel > static_cast<unsigned __int128>(kMaxParsedNumel)) r.fail_here(what + ": the tensor is too large");
       w.type = TensorType(kAllDTypes[dtype], dims, strides);
       const int64_t expect = checked_storage_bytes(w.type);
       if (expect < 0) r.fail_here(what + ": the tensor is too large");
@@ -211,39 +219,6 @@ void Artifact::parse(const ArtifactReadOptions& options) {
   }
   for (const ArtifactWeight& w : weights_)
     if (!used.count(w.key)) corrupt("weight table entry '", w.key, "' is not a weight of the graph");
-}
-
-LoadedProgram::LoadedProgram(std::shared_ptr<const Artifact> artifact, Device device) : artifact_(std::move(artifact)) {
-  KILN_CHECK(artifact_ != nullptr, "LoadedProgram: null artifact");
-  const bool any_stored = std::any_of(artifact_->weights().begin(), artifact_->weights().end(),
-                                      [](const ArtifactWeight& w) { return w.data != nullptr; });
-  KILN_CHECK_KIND(unsupported, device.kind == DeviceKind::cpu || !any_stored, "loading an artifact's weights onto ",
-                  to_string(device), " is not supported yet (load on cpu, or save without weights and bind ",
-                  "device tensors)");
-  exe_ = std::make_unique<Executable>(artifact_->graph().clone(), device);
-  for (const ArtifactWeight& w : artifact_->weights()) {
-    bound_[w.key] = false;
-    if (w.data == nullptr) continue;
-    exe_->bind_weight(w.key, TensorView(const_cast<void*>(w.data), w.type, device));
-    bound_[w.key] = true;
-  }
-}
-
-void LoadedProgram::bind_weight(const std::string& key_or_name, const TensorView& view) {
-  std::string key = key_or_name;
-  if (!bound_.count(key)) {
-    for (const ArtifactWeight& w : artifact_->weights())
-      if (w.name == key_or_name) key = w.key;
-  }
-  exe_->bind_weight(key, view);
-  bound_[key] = true;
-}
-
-std::vector<std::string> LoadedProgram::unbound_weights() const {
-  std::vector<std::string> out;
-  for (const ArtifactWeight& w : artifact_->weights())
-    if (!bound_.at(w.key)) out.push_back(w.key);
-  return out;
 }
 
 }  // namespace kiln

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/allocator.h"
 #include "runtime/executable.h"
 #include "runtime/mapped_file.h"
 
@@ -84,7 +85,9 @@ class Artifact {
 class LoadedProgram {
  public:
   // Compiles the artifact's graph for `device` (the graph is already
-  // optimized; no passes run) and binds every stored weight in place.
+  // optimized; no passes run) and binds every stored weight: in place on the
+  // CPU, uploaded from the mapping into device buffers on CUDA. A CUDA device
+  // with no usable CUDA is kiln::Error(unsupported) saying why.
   explicit LoadedProgram(std::shared_ptr<const Artifact> artifact, Device device = {});
 
   const Artifact& artifact() const { return *artifact_; }
@@ -98,6 +101,7 @@ class LoadedProgram {
 
  private:
   std::shared_ptr<const Artifact> artifact_;  // declared first: destroyed after the executable
+  std::vector<DeviceBuffer> device_weights_;  // stored weights uploaded to the device (outlive the executable)
   std::unique_ptr<Executable> exe_;
   std::map<std::string, bool> bound_;  // key -> bound
 };

@@ -6,6 +6,7 @@
 // link-time CUDA dependency (runtime/cuda_plugin_loader.cpp says why and how).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,6 +37,31 @@ class BackendKernel {
   virtual std::string describe() const = 0;  // e.g. "cpu add"
 };
 
+// Note [Captured calls]
+// A backend that can record a call's device work and replay it (CUDA graphs)
+// returns a CapturedWork from Backend::capture: `body` enqueues the whole
+// call on the stream it is given, and nothing runs while it is recorded.
+// replay() enqueues the recorded work on the caller's stream; update()
+// re-records `body` (new pointers, same kernels) into the same replayable
+// object, returning false (with the reason) when it cannot, in which case the
+// caller captures anew.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual void replay(Stream stream) = 0;
+  virtual bool update(const std::function<void(Stream)>& body, std::string* reason) = 0;
+};
+
+// Orders one executable's calls across streams: record() marks the end of a
+// call on its stream; wait() makes another stream's later work wait for the
+// last mark, on the device (never a host wait).
+class StreamFence {
+ public:
+  virtual ~StreamFence() = default;
+  virtual void record(Stream stream) = 0;
+  virtual void wait(Stream stream) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -50,6 +76,17 @@ class Backend {
   // for it: for build-time uploads (literals), never in the call path.
   virtual void upload(void* dst, const void* host, size_t bytes) const = 0;
   virtual std::shared_ptr<Allocator> default_allocator() const = 0;
+  // Records `body` for replay (Note [Captured calls]); null with `reason` set
+  // when this backend cannot, or the work cannot be recorded.
+  virtual std::unique_ptr<CapturedWork> capture(const std::function<void(Stream)>& body, std::string* reason) const {
+    *reason = "this backend does not capture calls";
+    return nullptr;
+  }
+  // Workspaces the kernels lowered from now on need come from `allocator` (the
+  // executable's, so that torch's allocator accounts for them under torch).
+  virtual void use_allocator(std::shared_ptr<Allocator> allocator) {}
+  // A fence for ordering calls across streams; null where calls are synchronous (CPU).
+  virtual std::unique_ptr<StreamFence> make_fence() const { return nullptr; }
 };
 
 // The backend for `device`; throws kiln::Error(unsupported) when kiln has none

@@ -8,6 +8,7 @@
 #include "memory/plan_verifier.h"
 #include "ops/op_def.h"
 #include "support/error.h"
+#include "support/log.h"
 
 namespace kiln {
 
@@ -62,9 +63,11 @@ Executable::~Executable() = default;
 
 void Executable::build() {
   backend_ = make_backend(device_);
+  fence_ = backend_->make_fence();
   allocator_ = options_.allocator ? options_.allocator : backend_->default_allocator();
   KILN_CHECK(allocator_->device() == device_, "Executable: allocator is for ", to_string(allocator_->device()),
              " but the executable runs on ", to_string(device_));
+  if (options_.allocator != nullptr) backend_->use_allocator(allocator_);
   plan_ = plan_memory(*graph_, options_.plan);
   verify_memory_plan(*graph_, plan_);
   ptr_.assign(plan_.values.size(), nullptr);
@@ -200,6 +203,19 @@ void Executable::run(std::span<const TensorView> inputs, std::span<const TensorV
   }
   for (const ViewStep& v : views_) ptr_[v.value] = static_cast<uint8_t*>(ptr_[v.source]) + v.byte_offset;
 
+  // Calls on another stream than the previous one wait for it on the device
+  // (the arena is shared; see the thread-safety note in executable.h).
+  if (fence_ != nullptr && has_last_stream_ && last_stream_ != stream.handle) fence_->wait(stream);
+  ++stats_.calls;
+  if (!run_captured(outputs, stream)) enqueue(outputs, stream);
+  if (fence_ != nullptr) {
+    fence_->record(stream);
+    has_last_stream_ = true;
+    last_stream_ = stream.handle;
+  }
+}
+
+void Executable::enqueue(std::span<const TensorView> outputs, Stream stream) {
   for (Step& step : steps_) {
     for (size_t j = 0; j < step.in.size(); ++j) step.in_views[j].data = ptr_[step.in[j]];
     for (size_t j = 0; j < step.out.size(); ++j) step.out_views[j].data = ptr_[step.out[j]];
@@ -209,6 +225,53 @@ void Executable::run(std::span<const TensorView> inputs, std::span<const TensorV
     const Value* src = c.source;
     backend_->copy(outputs[c.output_index], TensorView(ptr_[plan_.index.at(src)], src->type, device_), stream);
   }
+}
+
+bool Executable::run_captured(std::span<const TensorView> outputs, Stream stream) {
+  if (!options_.cuda_graphs || device_.kind == DeviceKind::cpu || !stats_.uncaptured_reason.empty()) return false;
+  if (steps_.empty() && plan_.output_copies.empty()) return false;
+  if (stats_.calls == 1) return false;  // the first call runs eagerly: kernels set themselves up there
+  std::vector<const void*> pointers(ptr_.begin(), ptr_.end());
+  for (const TensorView& out : outputs) pointers.push_back(out.data);
+  auto body = [&](Stream s) { enqueue(outputs, s); };
+  CapturedCall* call = nullptr;
+  for (CapturedCall& c : captured_)
+    if (c.pointers == pointers) call = &c;
+  std::string why;
+  if (call == nullptr && captured_.size() >= kMaxCapturedCalls) {
+    call = &*std::min_element(captured_.begin(), captured_.end(),
+                              [](const CapturedCall& a, const CapturedCall& b) { return a.last_use < b.last_use; });
+    if (call->work->update(body, &why)) {
+      ++stats_.graph_updates;
+      call->pointers = pointers;
+    } else {
+      log_at(LogLevel::info, "executable: graph update failed (", why, "); capturing anew");
+      captured_.erase(captured_.begin() + (call - captured_.data()));
+      call = nullptr;
+    }
+  }
+  if (call == nullptr) {
+    std::unique_ptr<CapturedWork> work = backend_->capture(body, &why);
+    if (work == nullptr) {
+      stats_.uncaptured_reason = why.empty() ? "capture failed" : why;
+      captured_.clear();
+      log_at(LogLevel::warn, "executable on ", to_string(device_), " runs without CUDA graphs: ",
+             stats_.uncaptured_reason);
+      return false;
+    }
+    ++stats_.graph_captures;
+    captured_.push_back(CapturedCall{std::move(pointers), std::move(work), 0});
+    call = &captured_.back();
+  }
+  call->last_use = stats_.calls;
+  call->work->replay(stream);
+  ++stats_.graph_replays;
+  return true;
+}
+
+CallStats Executable::call_stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
 }
 
 std::vector<TensorType> Executable::input_types() const {
@@ -233,7 +296,12 @@ std::vector<std::string> Executable::weight_keys() const {
 std::string Executable::describe() const {
   std::ostringstream out;
   out << "executable on " << to_string(device_) << ": " << steps_.size() << " kernels, " << views_.size()
-      << " views, " << plan_.output_copies.size() << " output copies\n";
+      << " views, " << plan_.output_copies.size() << " output copies";
+  if (device_.kind != DeviceKind::cpu)
+    out << (!options_.cuda_graphs                   ? ", CUDA graphs off"
+            : stats_.uncaptured_reason.empty() ? ", CUDA graphs on"
+                                               : ", uncaptured: " + stats_.uncaptured_reason);
+  out << "\n";
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     out << "  " << i << ": ";

@@ -12,6 +12,34 @@
 // Thread safety: one Executable runs one call at a time. run() and
 // bind_weight() take an internal mutex, so concurrent calls are serialized,
 // not parallel; use one Executable per thread for parallel calls.
+// On a device the host-side serialization is not enough: calls on different
+// streams share the arena, so a call's kernels must not start before the
+// previous call's have finished. Each call records a fence (a CUDA event) on
+// its stream, and a call on another stream first makes its stream wait for
+// that fence on the device (cudaStreamWaitEvent; the host never waits). One
+// arena per stream would allow overlap but multiply the memory, and calls of
+// one executable rarely overlap usefully; the fence keeps one arena. The
+// caller still orders its own tensors: inputs must be ready on the call's
+// stream, and outputs are ready on that stream only.
+//
+// CUDA graphs (ExecutableOptions::cuda_graphs): the first call runs eagerly
+// (kernels that set themselves up on first use do it there), the second
+// captures the whole call (kernels and output copies) into a graph, and every
+// later call replays it on the caller's stream. Shapes are fixed per
+// executable, so only addresses vary: an executable keeps up to
+// kMaxCapturedCalls graphs, each for one set of pointers (inputs, outputs,
+// weights), and replays the one whose pointers match; a call with new
+// pointers captures another graph while fewer are kept, else re-records the
+// least recently used one and applies it with cudaGraphExecUpdate (no
+// re-instantiation), rather than copying into static slots. Updating costs host time only (the launches, recorded instead of
+// run), while static slots cost a device copy of every moved input and output
+// on every call and a second copy of every weight. Several graphs matter
+// because torch's caching allocator hands a loop's outputs back in a cycle
+// (typically two addresses), which then replays without any update.
+// bench/cuda_graph_addresses.py times replay, update and static-slot copies
+// side by side; its numbers belong in docs/ once measured on the GPU machine.
+// A call that cannot be captured runs uncaptured, and the executable stays
+// uncaptured, with the reason logged (KILN_LOG_LEVEL=warn) and in call_stats().
 #pragma once
 
 #include <memory>
@@ -32,6 +60,16 @@ namespace kiln {
 struct ExecutableOptions {
   PlanOptions plan;
   std::shared_ptr<Allocator> allocator;  // null: the backend's default allocator
+  bool cuda_graphs = true;               // replay calls as CUDA graphs (ignored on CPU)
+};
+
+// What an executable's calls did so far (tests and describe()).
+struct CallStats {
+  int64_t calls = 0;
+  int64_t graph_captures = 0;  // graphs recorded and instantiated
+  int64_t graph_updates = 0;   // re-recorded for new pointers and applied in place
+  int64_t graph_replays = 0;   // calls run as a graph launch
+  std::string uncaptured_reason;  // why calls run uncaptured (empty while graphs are used or untried)
 };
 
 class Executable {
@@ -69,6 +107,7 @@ class Executable {
   std::vector<std::pair<std::string, const void*>> bound_weights() const;
   // Bytes of literal data the graph carries (small constants, never weights).
   int64_t literal_bytes() const;
+  CallStats call_stats() const;
   // The kernel list and the memory plan, as text.
   std::string describe() const;
 
@@ -87,6 +126,10 @@ class Executable {
   void build();
   void check_inputs(std::span<const TensorView> inputs) const;
   void check_outputs(std::span<const TensorView> outputs) const;
+  // Enqueues the kernels and output copies with the pointers bound in ptr_.
+  void enqueue(std::span<const TensorView> outputs, Stream stream);
+  // Runs the bound call as a graph when it can (see the note above); false: run it eagerly.
+  bool run_captured(std::span<const TensorView> outputs, Stream stream);
 
   std::unique_ptr<Graph> graph_;
   Device device_;
@@ -102,7 +145,18 @@ class Executable {
   std::vector<void*> ptr_;  // per plan value, for the call in progress
   DeviceBuffer arena_;
   DeviceBuffer literal_buffer_;  // device copies of the literals (not on CPU, where they are bound in place)
-  std::mutex mutex_;
+  std::unique_ptr<StreamFence> fence_;  // null on the CPU
+  bool has_last_stream_ = false;
+  void* last_stream_ = nullptr;  // the stream of the previous call
+  struct CapturedCall {
+    std::vector<const void*> pointers;  // what `work` was recorded with
+    std::unique_ptr<CapturedWork> work;
+    int64_t last_use = 0;  // the call that last replayed it
+  };
+  static constexpr size_t kMaxCapturedCalls = 4;
+  std::vector<CapturedCall> captured_;
+  CallStats stats_;
+  mutable std::mutex mutex_;
 };
 
 }  // namespace kiln

@@ -42,4 +42,13 @@ std::string log_level() {
 
 std::string cuda_plugin() { return get("KILN_CUDA_PLUGIN"); }
 
+std::string kernel_cache_dir() {
+  std::string v = get("KILN_CACHE_DIR");
+  if (!v.empty()) return v;
+  std::string home = get("HOME");
+  return (home.empty() ? std::string("/tmp") : home) + "/.cache/kiln/kernels";
+}
+
+std::string nvrtc_library() { return get("KILN_NVRTC_LIBRARY"); }
+
 }  // namespace kiln::env

@@ -17,5 +17,9 @@ std::string log_level();
 // KILN_CUDA_PLUGIN: path of libkiln_cuda.so (default: next to the library or
 // program holding kiln's core, then the dynamic loader's search path).
 std::string cuda_plugin();
+// KILN_CACHE_DIR: where compiled CUDA kernels are cached (default: $HOME/.cache/kiln/kernels).
+std::string kernel_cache_dir();
+// KILN_NVRTC_LIBRARY: path of libnvrtc.so to load (default: searched, see backends/cuda/nvrtc_compiler.h).
+std::string nvrtc_library();
 
 }  // namespace kiln::env

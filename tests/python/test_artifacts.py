@@ -1,7 +1,9 @@
-"""kiln.save / kiln.load: a program from kiln.compile saved to one file and
-loaded back gives the same outputs bit for bit on CPU, with its weights
-stored (mapped at load) or left out and re-bound from a state dict; programs
-that cannot be saved yet raise a clear error."""
+"""kiln.save / kiln.load: a program from kiln.compile (or a model compiled
+with torch.compile(backend="kiln")) saved to one file and loaded back gives
+the same outputs bit for bit on CPU, with its weights stored (mapped at load)
+or left out and re-bound from a state dict or a safetensors file; programs
+that cannot be saved raise a clear error, and so do CUDA loads that cannot
+run here."""
 
 import pytest
 import torch
@@ -140,3 +142,71 @@ def test_corrupt_file_is_a_clear_error(tmp_path):
     bad.write_bytes(bytes(data[:100]))
     with pytest.raises(kiln.Error, match="truncated"):
         kiln.load(bad)
+
+
+@pytest.mark.parametrize("cls,shape", [(MLP, (4, 12)), (CNN, (2, 3, 8, 8))])
+def test_weightless_save_rebinds_safetensors(tmp_path, cls, shape):
+    from safetensors.torch import save_file
+
+    model = _model(cls, *([False] if cls is CNN else []))
+    x = torch.randn(shape)
+    program = kiln.compile(model, [x])
+    expected = program(x)
+    kiln.save(program, tmp_path / "bare.kiln", weights=False)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, tmp_path / "w.safetensors")
+    _same(kiln.load(tmp_path / "bare.kiln", weights=tmp_path / "w.safetensors")(x), expected)
+    _same(kiln.load(tmp_path / "bare.kiln", weights=str(tmp_path / "w.safetensors"))(x), expected)
+    (tmp_path / "bad.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    with pytest.raises(ValueError, match="bad.safetensors"):
+        kiln.load(tmp_path / "bare.kiln", weights=tmp_path / "bad.safetensors")
+
+
+@pytest.mark.parametrize("cls,shape", [(MLP, (4, 12)), (CNN, (2, 3, 8, 8))])
+def test_torch_compile_model_saves_bit_exact(tmp_path, cls, shape):
+    model = _model(cls)
+    x = torch.randn(shape)
+    compiled = torch.compile(model, backend="kiln")
+    with torch.no_grad():
+        expected = compiled(x)
+    kiln.save(compiled, tmp_path / "tc.kiln", example_inputs=(x,))
+    loaded = kiln.load(tmp_path / "tc.kiln")
+    _same(loaded(x), expected)
+    x2 = torch.randn(shape)
+    with torch.no_grad():
+        _same(loaded(x2), compiled(x2))
+
+
+def test_torch_compile_save_needs_example_inputs_and_one_graph(tmp_path):
+    compiled = torch.compile(_model(MLP), backend="kiln")
+    with pytest.raises(UnsupportedProgram, match="example_inputs"):
+        kiln.save(compiled, tmp_path / "x.kiln")
+
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:  # a graph break under Dynamo; torch.export refuses it
+                return x * 2
+            return x - 1
+
+    with pytest.raises(UnsupportedProgram, match="one graph"):
+        kiln.save(torch.compile(DataDependent(), backend="kiln"), tmp_path / "y.kiln",
+                  example_inputs=(torch.randn(3),))
+    assert not (tmp_path / "y.kiln").exists()
+
+
+def test_cuda_load_without_cuda_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    program = kiln.compile(_model(MLP), [torch.randn(4, 12)])
+    kiln.save(program, tmp_path / "m.kiln")
+    with pytest.raises(kiln.Error, match="CUDA is not available"):
+        kiln.load(tmp_path / "m.kiln", device="cuda")
+
+
+def test_cuda_arch_mismatch_names_both(monkeypatch):
+    from kiln.artifacts import _check_cuda
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    with pytest.raises(kiln.Error, match="built for sm_90.*is sm_80"):
+        _check_cuda(torch.device("cuda", 0), {"kiln.cuda_arch": "sm_90"}, "m.kiln")
+    _check_cuda(torch.device("cuda", 0), {"kiln.cuda_arch": "sm_75"}, "m.kiln")  # older builds run on newer GPUs
+    _check_cuda(torch.device("cpu"), {"kiln.cuda_arch": "sm_90"}, "m.kiln")  # a CUDA-saved program on cpu

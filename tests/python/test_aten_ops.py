@@ -378,6 +378,19 @@ case("sdpa_mask_direct", lambda q, k, v, m: aten.scaled_dot_product_attention.de
 case("sdpa_bool_mask_direct", lambda q, k, v, m: aten.scaled_dot_product_attention.default(q, k, v, attn_mask=m), lambda g: (randn(g, 1, 2, 5, 8), randn(g, 1, 2, 7, 8), randn(g, 1, 2, 7, 8), torch.rand(5, 7, generator=g) < 0.8), "aten.scaled_dot_product_attention.default", direct=True)
 case("sdpa_flash_cpu_direct", lambda q, k, v: aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v)[0], lambda g: (randn(g, 1, 2, 5, 8), randn(g, 1, 2, 7, 8), randn(g, 1, 2, 7, 8)), "aten._scaled_dot_product_flash_attention_for_cpu.default", direct=True)
 
+
+def sdpa_cuda_overload(call):
+    """A CUDA-only SDPA overload: traced as `call`; eager on CPU (no kernel there) runs the math overload."""
+    return lambda q, k, v: call(q, k, v)[0] if isinstance(q, torch.fx.Proxy) else aten._scaled_dot_product_attention_math(q, k, v)[0]
+
+
+qkv_5_7 = lambda g: (randn(g, 1, 2, 5, 8), randn(g, 1, 2, 7, 8), randn(g, 1, 2, 7, 8))  # noqa: E731
+case("sdpa_math_direct", lambda q, k, v: aten._scaled_dot_product_attention_math.default(q, k, v, is_causal=True)[0], qkv_5_7, "aten._scaled_dot_product_attention_math.default", direct=True)
+case("sdpa_flash_cuda_direct", sdpa_cuda_overload(aten._scaled_dot_product_flash_attention.default), qkv_5_7, "aten._scaled_dot_product_flash_attention.default", direct=True)
+case("sdpa_efficient_direct", sdpa_cuda_overload(lambda q, k, v: aten._scaled_dot_product_efficient_attention.default(q, k, v, None, False)), qkv_5_7, "aten._scaled_dot_product_efficient_attention.default", direct=True)
+case("sdpa_cudnn_direct", sdpa_cuda_overload(lambda q, k, v: aten._scaled_dot_product_cudnn_attention.default(q, k, v, None, False)), qkv_5_7, "aten._scaled_dot_product_cudnn_attention.default", direct=True)
+case("sdpa_overrideable_direct", sdpa_cuda_overload(aten._scaled_dot_product_fused_attention_overrideable.default), qkv_5_7, "aten._scaled_dot_product_fused_attention_overrideable.default", direct=True)
+
 # ---- reductions ---------------------------------------------------------------------------
 
 case("sum_all", lambda x: x.sum(), lambda g: (randn(g, 3, 5, 7),), "aten.sum.dim_IntList")
@@ -508,6 +521,22 @@ case("rms_norm", lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 
 case("attention_math", lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, -1) @ v, lambda g: (randn(g, 2, 5, 8), randn(g, 2, 7, 8), randn(g, 2, 7, 4)), ("aten.bmm.default", "aten._softmax.default"))
 case("masked_fill", lambda x, m: x.masked_fill(m, -1.0), lambda g: (randn(g, 3, 5, 7), randbool(g, 5, 7)), ("aten.where.self",))
 case("mixed_int_float_chain", lambda x, i: (x * i + i.float()).to(f16).sum(0), lambda g: (randn(g, 4, 5), randint(g, 4, 5)), ("aten.mul.Tensor", "aten._to_copy.default", "aten.sum.dim_IntList"))
+
+
+# ---- ops the model zoo needs (tests/python/test_zoo.py) --------------------------------------
+
+case("bitwise_and_bool_masks", lambda x, y: x & y, lambda g: (randbool(g, 4, 1), randbool(g, 1, 5)), "aten.bitwise_and.Tensor")
+case("bitwise_or_not_bool", lambda x, y: ~(x | y), lambda g: (randbool(g, 4, 5), randbool(g, 5)), ("aten.bitwise_or.Tensor", "aten.bitwise_not.default"))
+case("bitwise_and_int_falls_back", lambda x, y: x & y, lambda g: (randint(g, 4, 5), randint(g, 5)), (), fallback={"aten.bitwise_and.Tensor": "bool only"})
+case("cumsum_f32_dim1", lambda x: torch.cumsum(x, 1), lambda g: (transposed(randn(g, 5, 6)),), "aten.cumsum.default")
+case("cumsum_bool_to_i64", lambda x: torch.cumsum(x, -1), lambda g: (randbool(g, 3, 7),), "aten.cumsum.default")
+case("cumsum_i32_dtype_f64", lambda x: torch.cumsum(x, 0, dtype=f64), lambda g: (randint(g, 4, 3, dtype=i32),), "aten.cumsum.default")
+case("fmod_scalar_f32", lambda x: aten.fmod.Scalar(x, 1.5), lambda g: (randn(g, 3, 5),), "aten.fmod.Scalar", direct=True)
+case("fmod_scalar_i64", lambda x: aten.fmod.Scalar(x, -3), lambda g: (randint(g, 4, 5),), "aten.fmod.Scalar", direct=True)
+case("fmod_tensor_f32", lambda x, y: torch.fmod(x, y), lambda g: (randn(g, 3, 5), positive(g, 5)), "aten.fmod.Tensor")
+case("fmod_tensor_i64_falls_back", lambda x, y: torch.fmod(x, y), lambda g: (randint(g, 3, 5), randint(g, 5, lo=1, hi=4)), (), fallback={"aten.fmod.Tensor": "nonzero constant"})
+case("index_two_tensors_broadcast", lambda x, i, j: x[i, j], lambda g: (randn(g, 4, 6, 3), randint(g, 3, 1, lo=-4, hi=4), randint(g, 5, lo=-6, hi=6)), "aten.index.Tensor")
+case("index_one_tensor_i32", lambda x, i: x[i], lambda g: (randn(g, 5, 2), randint(g, 2, 3, lo=0, hi=5, dtype=i32)), "aten.index.Tensor")
 
 
 # ---- the tests -------------------------------------------------------------------------------

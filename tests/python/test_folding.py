@@ -38,7 +38,7 @@ def _mlp(seed=0):
     return model, torch.randn(4, 16)
 
 
-def _compile(model, **options):
+def _compile(model, dynamic=None, **options):
     """torch.compile with kiln; also returns the compile count and the graph reports."""
     counter, reports = {"n": 0}, []
 
@@ -46,7 +46,7 @@ def _compile(model, **options):
         counter["n"] += 1
         return kiln_backend(gm, example_inputs, options=options, reports=reports)
 
-    return torch.compile(model, backend=backend), counter, reports
+    return torch.compile(model, backend=backend, dynamic=dynamic), counter, reports
 
 
 def _constants(reports):
@@ -185,8 +185,173 @@ def test_memory_report_records_the_stages():
     traces = kiln.memory_report().traces
     assert len(traces) == 1 and reports[0].memory is traces[0]
     names = [s.name for s in traces[0].stages]
-    assert names == ["start", "import", "lower", "fold", "first run", "after"]
+    assert names == ["start", "import", "plan", "lower", "fold", "first run", "after"]
     after = traces[0].stage("after")
     assert after.rss_bytes > 0
     assert after.kiln_bytes >= sum(c.nbytes for c in _constants(reports)) > 0
     assert "first run" in str(kiln.memory_report())
+
+
+class _FoldProbe:
+    """Counts what kiln holds while it folds: wraps the fold executables so that, at the moment each
+    fold runs (its source, its new buffer and its arena all alive), the bytes held by the model's
+    weights, the constants already computed and the live fold arenas are summed."""
+
+    def __init__(self, monkeypatch, model, reports):
+        self.model, self.reports, self.live, self.samples = model, reports, [], []
+        real = kiln.folding.compile_graph
+
+        def tracking(graph, device="cpu", **kw):
+            assert all(ref() is None for ref in self.live), "a fold started while another fold's arena was alive"
+            exe = _Counted(real(graph, device, **kw), self)
+            self.live.append(weakref.ref(exe))
+            return exe
+
+        monkeypatch.setattr(kiln.folding, "compile_graph", tracking)
+
+    def weight_bytes(self):
+        return sum(t.untyped_storage().nbytes() for t in [*self.model.parameters(), *self.model.buffers()])
+
+    def constant_bytes(self):
+        return sum(c.nbytes for c in _constants(self.reports))
+
+
+class _Counted:
+    """A fold executable that samples _FoldProbe's measure when it runs."""
+
+    def __init__(self, exe, probe):
+        self.exe, self.probe = exe, probe
+
+    def run(self, inputs, outputs):
+        out = outputs[0]
+        self.probe.samples.append((self.probe.weight_bytes(), self.probe.constant_bytes(), self.exe.arena_bytes(),
+                                   out.numel() * out.element_size()))
+        self.exe.run(inputs, outputs)
+
+
+def _wide_mlp(layers=4, width=64):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width, bias=False) for _ in range(layers)]).eval()
+    return model, torch.randn(3, width)
+
+
+@pytest.mark.parametrize("donate", [False, True])
+def test_folds_run_one_at_a_time_and_the_peak_is_bounded_by_one_constant(monkeypatch, donate):
+    model, x = _wide_mlp()
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    compiled, _, reports = _compile(model, precision="fp16", donate_weights=donate)
+    probe = _FoldProbe(monkeypatch, model, reports)
+    with torch.no_grad():
+        reference = model(x)  # before the call: donation ends eager runs
+        out = compiled(x)
+    assert_close(out, reference, dtype=torch.float16)
+    constants = _constants(reports)
+    largest = max(c.nbytes for c in constants)
+    assert len(probe.samples) == len(constants) == 4
+    for held_weights, held_constants, arena, writing in probe.samples:
+        assert arena == 0 and writing <= largest  # written straight into the final buffer, no intermediate
+        if donate:
+            # Each fp32 source is released as its fold completes: never all of them and all folds at once
+            # (held_constants counts the buffer being written).
+            assert held_weights + held_constants <= weights + largest
+    final = probe.weight_bytes() + probe.constant_bytes()
+    assert final == (weights // 2 if donate else weights + weights // 2)
+    assert all(c.tensor.device == p.device for c, p in zip(constants, model.parameters()))
+
+
+def test_a_transposed_gemm_weight_is_folded_in_its_own_layout():
+    model, x = _mlp()
+    compiled, _, reports = _compile(model, precision="fp16")
+    with torch.no_grad():
+        compiled(x)
+    # The fp16 copies keep the weights' [out, in] layout: the GEMM reads them transposed (no permute folded).
+    shapes = sorted(tuple(c.tensor.shape) for c in _constants(reports))
+    assert shapes == sorted(tuple(p.shape) for p in model.parameters())
+    assert all("permute" not in c.graph.op_counts() for c in _constants(reports))
+
+
+class _TwoGraphs(torch.nn.Module):
+    """One Linear used on both sides of a graph break: two Dynamo graphs, one weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.fc(x)
+        torch._dynamo.graph_break()
+        return self.fc(y * 2)
+
+
+def test_a_weight_shared_across_a_graph_break_is_folded_once():
+    torch.manual_seed(0)
+    model, x = _TwoGraphs().eval(), torch.randn(2, 8)
+    compiled, counter, reports = _compile(model, precision="fp16")
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), dtype=torch.float16)
+    assert counter["n"] == 2
+    first, second = [[c for region in r.region_modules if region.folds for c in region.folds.constants] for r in reports]
+    assert [c.shared for c in first] == [c.shared for c in second]  # one constant per weight for both graphs
+    assert all(c.folds == 1 for c in first)
+    bound = [region.folds.bound for r in reports for region in r.region_modules if region.folds]
+    assert {id(t) for t in bound[0].values()} == {id(t) for t in bound[1].values()}
+
+
+def test_recompiles_for_new_shapes_share_the_folded_constants():
+    model, x = _mlp()
+    compiled, counter, reports = _compile(model, dynamic=False, precision="fp16")
+    with torch.no_grad():
+        compiled(x)
+        wider = torch.randn(7, 16)
+        assert_close(compiled(wider), model(wider), dtype=torch.float16)
+    assert counter["n"] == 2
+    per_graph = [{c.shared for region in r.region_modules if region.folds for c in region.folds.constants}
+                 for r in reports]
+    assert per_graph[0] == per_graph[1] and all(c.folds == 1 for c in per_graph[0])
+
+
+class _Tied(torch.nn.Module):
+    def __init__(self, vocab=32, dim=8, alias=False):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, dim)
+        self.head = torch.nn.Linear(dim, vocab, bias=False)
+        # Tied: the same Parameter, or (alias) another Parameter on the same storage.
+        self.head.weight = torch.nn.Parameter(self.emb.weight.data) if alias else self.emb.weight
+
+    def forward(self, ids):
+        return self.head(torch.relu(self.emb(ids)) * 1.5)
+
+
+@pytest.mark.parametrize("alias", [False, True], ids=["same_parameter", "same_storage"])
+@pytest.mark.parametrize("precision", ["keep", "fp16"])
+def test_tied_embedding_and_head_are_held_once(alias, precision):
+    torch.manual_seed(0)
+    model, ids = _Tied(alias=alias).eval(), torch.randint(0, 32, (2, 5))
+    compiled, _, reports = _compile(model, precision=precision)
+    with torch.no_grad():
+        assert_close(compiled(ids), model(ids), dtype=torch.float16 if precision == "fp16" else None)
+    storage = model.emb.weight.untyped_storage().data_ptr()
+    if precision == "keep":
+        bound = [t for r in reports for region in r.region_modules for t in region.bound_tensors if t is not None]
+        assert {t.untyped_storage().data_ptr() for t in bound} == {storage}  # bound by pointer, no copy
+    else:
+        shared = {c.shared for c in _constants(reports)}
+        assert len(shared) == 1 and next(iter(shared)).folds == 1  # one fp16 copy for both uses
+
+
+def test_a_new_model_on_reused_storage_addresses_never_gets_an_old_constant():
+    # Constants of earlier models stay alive (their reports are kept) while new models are built on
+    # freed memory, often at the same addresses: each must fold its own weights.
+    kept = []
+    for seed in range(5):
+        model, x = _wide_mlp(layers=2)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.normal_(seed, 0.1)
+            expected = model(x)
+        compiled, _, reports = _compile(model, precision="fp16")
+        with torch.no_grad():
+            assert_close(compiled(x), expected, dtype=torch.float16, atol=0.1, rtol=0.02)
+        kept.append(reports)
+        del model, compiled
+        torch._dynamo.reset()

@@ -90,7 +90,7 @@ class WithUnsupported(torch.nn.Module):
 
     def forward(self, x):
         h = self.fc(x)
-        h = torch.cumsum(h, dim=1)  # no kiln lowering: falls back to PyTorch
+        h = torch.cumprod(h, dim=1)  # no kiln lowering: falls back to PyTorch
         return torch.relu(h) * 2
 
 
@@ -103,10 +103,10 @@ def test_unsupported_op_falls_back_and_output_is_correct():
         got = torch.compile(model, backend=kiln_backend)(x)
     assert_close(got, expected)
     report = kiln.explain(model, x)
-    assert [d.target for d in report.fallbacks] == ["aten.cumsum.default"]
-    assert "no kiln lowering for aten.cumsum.default" in report.fallbacks[0].reason
+    assert [d.target for d in report.fallbacks] == ["aten.cumprod.default"]
+    assert "no kiln lowering for aten.cumprod.default" in report.fallbacks[0].reason
     assert any(d.target == "aten.addmm.default" for d in report.lowered)
-    assert "cumsum" in str(report)
+    assert "cumprod" in str(report)
 
 
 class WithGraphBreak(torch.nn.Module):

@@ -1,11 +1,12 @@
-// CPU scaled_dot_product_attention: the reference kernel. Rows (batch, query)
-// are independent and split over the thread pool; each worker keeps one row of
-// scores (S values), one scaled query row and one output accumulator, so memory
-// never grows with L * S. Two passes per row: scores and their max, then
-// exp/sum and the weighted sum of v. Math is in float (double for f64); q, k,
-// v and the mask are read through their strides (broadcast batch dims have
-// stride 0). Fully masked rows give zeros (Note [Fully masked rows] in
-// attention_ops.cpp).
+// CPU attention: the reference kernel. Per batch entry, query rows go in
+// blocks of kRowBlock: one GEMM gives the block's scores (kRowBlock x S, the
+// most ever held, never L x S), each row is scaled, masked and exponentiated
+// (rows split over the thread pool), and a second GEMM multiplies by v. Math
+// is in float (double for f64): f32/f64 operands are read in place, f16/bf16
+// are converted to float blocks first. q, k, v and the mask are read through
+// their strides (broadcast batch dims have stride 0; grouped-query k/v heads
+// are found by attention_batch_index). Fully masked rows give zeros (Note
+// [Fully masked rows] in attention_ops.cpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -14,8 +15,9 @@
 #include <vector>
 
 #include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_registry.h"
-#include "backends/cpu/strided_loop.h"
+#include "ops/attention_shape.h"
 #include "ops/broadcast.h"
 #include "support/error.h"
 
@@ -25,13 +27,13 @@ namespace {
 
 Dims leading(const Dims& d, size_t drop) { return Dims(d.begin(), d.end() - static_cast<std::ptrdiff_t>(drop)); }
 
-class SdpaKernel final : public CpuKernel {
+class AttentionKernel final : public CpuKernel {
  public:
-  explicit SdpaKernel(const Node& node)
+  explicit AttentionKernel(const Node& node)
       : causal_(node.attrs.get_bool("causal")), scale_(node.attrs.get_float("scale")) {}
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
-    dispatch_floating(out[0].dtype, "scaled_dot_product_attention", [&]<typename T>() { run_typed<T>(in, out[0], ctx); });
+    dispatch_floating(out[0].dtype, "attention", [&]<typename T>() { run_typed<T>(in, out[0], ctx); });
   }
 
  private:
@@ -46,26 +48,36 @@ class SdpaKernel final : public CpuKernel {
     const int64_t num_batches = numel(batch);
     if (num_batches == 0 || L == 0 || Ev == 0) return;
 
-    // Per-batch offsets of each operand (broadcast dims read with stride 0).
-    auto batch_strides = [&](const TensorView& t) {
-      return broadcast_strides(TensorType(t.dtype, leading(t.dims, 2), leading(t.strides, 2)), batch);
-    };
-    Dims sq = batch_strides(q), sk = batch_strides(k), sv = batch_strides(v);
-    Dims sm(batch.size(), 0);
+    // Per-batch element offsets of each operand: q, k, v, mask.
+    std::vector<std::array<int64_t, 4>> offsets(static_cast<size_t>(num_batches));
+    const TensorView* operands[3] = {&q, &k, &v};
     int64_t mask_row = 0, mask_col = 0;
+    Dims mask_strides;
     if (mask) {
       Dims target = batch;
       target.push_back(L);
       target.push_back(S);
       Dims full = broadcast_strides(mask->type(), target);
-      sm = leading(full, 2);
+      mask_strides = leading(full, 2);
       mask_row = full[full.size() - 2];
       mask_col = full.back();
     }
-    std::vector<std::array<int64_t, 4>> offsets;
-    offsets.reserve(static_cast<size_t>(num_batches));
-    for_each_offset<4>(batch, {&sq, &sk, &sv, &sm}, 0, num_batches,
-                       [&](const std::array<int64_t, 4>& o) { offsets.push_back(o); });
+    for (int64_t b = 0; b < num_batches; ++b) {
+      auto& o = offsets[static_cast<size_t>(b)];
+      o = {0, 0, 0, 0};
+      int64_t rest = b;
+      for (size_t d = batch.size(); d-- > 0;) {
+        const int64_t idx = rest % batch[d];
+        rest /= batch[d];
+        for (int t = 0; t < 3; ++t) {
+          const TensorView& x = *operands[t];
+          const size_t pad = batch.size() - (x.dims.size() - 2);
+          if (d < pad) continue;
+          o[static_cast<size_t>(t)] += attention_batch_index(idx, batch[d], x.dims[d - pad]) * x.strides[d - pad];
+        }
+        if (mask) o[3] += idx * mask_strides[d];
+      }
+    }
 
     const C scale = static_cast<C>(scale_ != 0.0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(E)));
     const bool mask_is_bool = mask && mask->dtype == DType::boolean;
@@ -76,72 +88,98 @@ class SdpaKernel final : public CpuKernel {
     const int64_t qs_l = q.strides[rq - 2], qs_e = q.strides[rq - 1];
     const int64_t ks_s = k.strides[rk - 2], ks_e = k.strides[rk - 1];
     const int64_t vs_s = v.strides[rv - 2], vs_e = v.strides[rv - 1];
+    constexpr bool kDirect = std::is_same_v<T, C>;  // f32/f64 are read in place; f16/bf16 go through C copies
+    constexpr DType kComputeDType = std::is_same_v<C, double> ? DType::f64 : DType::f32;
     const C neg_inf = -std::numeric_limits<C>::infinity();
-    const int64_t row_cost = std::max<int64_t>(1, S * (E + Ev));
 
-    ctx.pool.parallel_for(num_batches * L, std::max<int64_t>(1, 65536 / row_cost), [&](int64_t r0, int64_t r1) {
-      std::vector<C> scores(static_cast<size_t>(S)), q_row(static_cast<size_t>(E)), acc(static_cast<size_t>(Ev));
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t b = r / L, i = r % L;
-        const auto& o = offsets[static_cast<size_t>(b)];
-        const T* qi = pq + o[0] + i * qs_l;
-        for (int64_t e = 0; e < E; ++e) q_row[static_cast<size_t>(e)] = to_compute(qi[e * qs_e]) * scale;
-        // Keys past `visible` are masked by causality (top-left aligned: j <= i).
-        const int64_t visible = causal_ ? std::min(S, i + 1) : S;
-        C max = neg_inf;
-        for (int64_t j = 0; j < visible; ++j) {
-          C s;
-          bool keep = true;
-          if (mask) {
-            const int64_t mo = o[3] + i * mask_row + j * mask_col;
-            if (mask_is_bool) keep = static_cast<const bool*>(mask->data)[mo];
-          }
-          if (!keep) {
-            s = neg_inf;
-          } else {
-            const T* kj = pk + o[1] + j * ks_s;
-            C dot = C(0);
-            for (int64_t e = 0; e < E; ++e) dot += q_row[static_cast<size_t>(e)] * to_compute(kj[e * ks_e]);
-            s = dot;
-            if (mask && !mask_is_bool)
-              s += to_compute(static_cast<const T*>(mask->data)[o[3] + i * mask_row + j * mask_col]);
-          }
-          scores[static_cast<size_t>(j)] = s;
-          if (s > max || std::isnan(s)) max = s;
-        }
-        T* yi = py + r * Ev;
-        if (max == neg_inf) {  // every key masked: zeros, like torch's _safe_softmax
-          std::fill(yi, yi + Ev, from_compute<T>(C(0)));
-          continue;
-        }
-        std::fill(acc.begin(), acc.end(), C(0));
-        C sum = C(0);
-        for (int64_t j = 0; j < visible; ++j) {
-          const C p = std::exp(scores[static_cast<size_t>(j)] - max);
-          sum += p;
-          const T* vj = pv + o[2] + j * vs_s;
-          for (int64_t e = 0; e < Ev; ++e) acc[static_cast<size_t>(e)] += p * to_compute(vj[e * vs_e]);
-        }
-        const C inv = C(1) / sum;
-        for (int64_t e = 0; e < Ev; ++e) yi[e] = from_compute<T>(acc[static_cast<size_t>(e)] * inv);
+    // An [rows, cols] block of a strided operand as a contiguous C matrix.
+    auto to_compute_block = [](std::vector<C>& buf, const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+      buf.resize(static_cast<size_t>(rows * cols));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) buf[static_cast<size_t>(r * cols + c)] = to_compute(src[r * rs + c * cs]);
+    };
+    std::vector<C> kbuf, vbuf, qbuf, scores, acc, inv;
+    for (int64_t b = 0; b < num_batches; ++b) {
+      const auto& o = offsets[static_cast<size_t>(b)];
+      // K^T as an [E, S] matrix and V as [S, Ev].
+      MatrixRef kt{pk + o[1], ks_e, ks_s}, vm{pv + o[2], vs_s, vs_e};
+      if constexpr (!kDirect) {
+        to_compute_block(kbuf, pk + o[1], S, E, ks_s, ks_e);
+        to_compute_block(vbuf, pv + o[2], S, Ev, vs_s, vs_e);
+        kt = {kbuf.data(), 1, E};
+        vm = {vbuf.data(), Ev, 1};
       }
-    });
+      for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
+        const int64_t rows = std::min(kRowBlock, L - i0);
+        // Under causality no row of the block sees keys at or past i0 + rows.
+        const int64_t cols = causal_ ? std::min(S, i0 + rows) : S;
+        MatrixRef qm{pq + o[0] + i0 * qs_l, qs_l, qs_e};
+        if constexpr (!kDirect) {
+          to_compute_block(qbuf, pq + o[0] + i0 * qs_l, rows, E, qs_l, qs_e);
+          qm = {qbuf.data(), E, 1};
+        }
+        scores.resize(static_cast<size_t>(rows * cols));
+        inv.resize(static_cast<size_t>(rows));
+        if (cols > 0) gemm(kComputeDType, rows, cols, E, qm, kt, scores.data(), cols, false, ctx.pool);
+        // Each row: scale, mask, causal, then exp(s - max); inv holds 1 / sum (0 for a fully masked row).
+        ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t i = i0 + r;
+            C* row = scores.data() + r * cols;
+            const int64_t visible = causal_ ? std::min(cols, i + 1) : cols;
+            C max = neg_inf;
+            for (int64_t j = 0; j < cols; ++j) {
+              C s = j < visible ? row[j] * scale : neg_inf;
+              if (mask && j < visible) {
+                const int64_t mo = o[3] + i * mask_row + j * mask_col;
+                if (mask_is_bool) {
+                  if (!static_cast<const bool*>(mask->data)[mo]) s = neg_inf;
+                } else {
+                  s += to_compute(static_cast<const T*>(mask->data)[mo]);
+                }
+              }
+              row[j] = s;
+              if (s > max || std::isnan(s)) max = s;
+            }
+            if (max == neg_inf) {  // every key masked: zeros, like torch's _safe_softmax
+              std::fill(row, row + cols, C(0));
+              inv[static_cast<size_t>(r)] = C(0);
+              continue;
+            }
+            C sum = C(0);
+            for (int64_t j = 0; j < cols; ++j) {
+              row[j] = std::exp(row[j] - max);
+              sum += row[j];
+            }
+            inv[static_cast<size_t>(r)] = C(1) / sum;
+          }
+        });
+        acc.assign(static_cast<size_t>(rows * Ev), C(0));
+        if (cols > 0) gemm(kComputeDType, rows, Ev, cols, {scores.data(), cols, 1}, vm, acc.data(), Ev, false, ctx.pool);
+        T* yb = py + (b * L + i0) * Ev;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t e = 0; e < Ev; ++e)
+            yb[r * Ev + e] = from_compute<T>(acc[static_cast<size_t>(r * Ev + e)] * inv[static_cast<size_t>(r)]);
+      }
+    }
   }
+
+  static constexpr int64_t kRowBlock = 256;  // query rows per block: the scores held at once are kRowBlock x S
 
   bool causal_;
   double scale_;
 };
 
-std::unique_ptr<CpuKernel> make_sdpa_kernel(const Node& node, std::string* reason) {
+std::unique_ptr<CpuKernel> make_attention_kernel(const Node& node, std::string* reason) {
   if (!is_floating(node.inputs[0]->type.dtype)) {
-    if (reason) *reason = "scaled_dot_product_attention needs floating-point q, k, v";
+    if (reason) *reason = "attention needs floating-point q, k, v";
     return nullptr;
   }
-  return std::make_unique<SdpaKernel>(node);
+  return std::make_unique<AttentionKernel>(node);
 }
 
 }  // namespace
 
-void register_attention_kernels(KernelMap& map) { map["scaled_dot_product_attention"] = make_sdpa_kernel; }
+void register_attention_kernels(KernelMap& map) { map["attention"] = make_attention_kernel; }
 
 }  // namespace kiln::cpu::internal

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 #include "runtime/tensor_view.h"
@@ -35,5 +36,7 @@ using CpuKernelFactory = std::unique_ptr<CpuKernel> (*)(const Node& node, std::s
 std::unique_ptr<CpuKernel> make_cpu_kernel(const Node& node);
 // Whether the CPU backend can run `node`; on false, `reason` says why.
 bool cpu_supports(const Node& node, std::string* reason);
+// Whether the CPU backend has a kernel for op `op_name` at all (docs/ops.md).
+bool cpu_has_kernel(std::string_view op_name);
 
 }  // namespace kiln::cpu

@@ -24,6 +24,8 @@ const internal::KernelMap& kernels() {
 }
 }  // namespace
 
+bool cpu_has_kernel(std::string_view op_name) { return kernels().find(op_name) != kernels().end(); }
+
 bool cpu_supports(const Node& node, std::string* reason) {
   auto it = kernels().find(node.op->name);
   if (it == kernels().end()) {

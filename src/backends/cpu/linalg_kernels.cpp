@@ -20,6 +20,10 @@
 namespace kiln::cpu::internal {
 
 std::unique_ptr<CpuKernel> make_conv2d_kernel(const Node& node, std::string* reason);  // conv2d_kernel.cpp
+// The plain kernel followed by the node's epilogue (epilogue_kernels.cpp).
+std::unique_ptr<CpuKernel> with_epilogue(std::unique_ptr<CpuKernel> base, const Node& node, std::string* reason);
+// NHWC operands read as NCHW views (channels_last_kernels.cpp).
+std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node, size_t permuted_inputs);
 
 namespace {
 
@@ -130,6 +134,12 @@ std::unique_ptr<CpuKernel> make_matmul_kernel(const Node& node, std::string* rea
 void register_linalg_kernels(KernelMap& map) {
   map["matmul"] = make_matmul_kernel;
   map["conv2d"] = make_conv2d_kernel;
+  map["matmul_epilogue"] = [](const Node& node, std::string* reason) {
+    return with_epilogue(make_matmul_kernel(node, reason), node, reason);
+  };
+  map["conv2d_fused"] = [](const Node& node, std::string* reason) {
+    return with_channels_last(with_epilogue(make_conv2d_kernel(node, reason), node, reason), node, 2);
+  };
 }
 
 }  // namespace kiln::cpu::internal

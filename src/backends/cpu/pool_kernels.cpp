@@ -211,10 +211,15 @@ std::unique_ptr<CpuKernel> make_adaptive(const Node& node, std::string* reason) 
 
 }  // namespace
 
+// NHWC operands read as NCHW views (channels_last_kernels.cpp).
+std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node, size_t permuted_inputs);
+
 void register_pool_kernels(KernelMap& map) {
-  map["max_pool2d"] = make_max_pool;
-  map["avg_pool2d"] = make_floating<AvgPoolKernel>;
-  map["adaptive_avg_pool2d"] = make_adaptive;
+  map["max_pool2d"] = [](const Node& n, std::string* r) { return with_channels_last(make_max_pool(n, r), n, 1); };
+  map["avg_pool2d"] = [](const Node& n, std::string* r) {
+    return with_channels_last(make_floating<AvgPoolKernel>(n, r), n, 1);
+  };
+  map["adaptive_avg_pool2d"] = [](const Node& n, std::string* r) { return with_channels_last(make_adaptive(n, r), n, 1); };
 }
 
 }  // namespace kiln::cpu::internal

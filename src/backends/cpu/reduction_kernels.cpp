@@ -148,9 +148,61 @@ std::unique_ptr<CpuKernel> make_reduce(const Node& node, std::string* reason) {
   });
 }
 
+// cumsum along one axis: one running sum (in the compute type) per line.
+template <typename S>
+class CumsumKernel final : public CpuKernel {
+ public:
+  explicit CumsumKernel(int64_t axis) : axis_(axis) {}
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext&) const override {
+    const TensorView& x = in[0];
+    const TensorView& y = out[0];
+    const S* src = x.ptr<S>();
+    S* dst = y.ptr<S>();
+    const int64_t rank = static_cast<int64_t>(x.dims.size());
+    if (x.numel() == 0) return;
+    if (rank == 0) {
+      dst[0] = src[0];
+      return;
+    }
+    const int64_t n = x.dims[axis_], lines = x.numel() / n;
+    std::vector<int64_t> index(rank, 0);  // position over the other axes; index[axis_] stays 0
+    for (int64_t line = 0; line < lines; ++line) {
+      int64_t xo = 0, yo = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        xo += index[d] * x.strides[d];
+        yo += index[d] * y.strides[d];
+      }
+      compute_t<S> sum{};
+      for (int64_t k = 0; k < n; ++k) {
+        sum += to_compute<S>(src[xo + k * x.strides[axis_]]);
+        dst[yo + k * y.strides[axis_]] = from_compute<S>(sum);
+      }
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (d == axis_) continue;
+        if (++index[d] < x.dims[d]) break;
+        index[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int64_t axis_;
+};
+
+std::unique_ptr<CpuKernel> make_cumsum(const Node& node, std::string* reason) {
+  const TensorType& x = node.inputs[0]->type;
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  const int64_t axis = rank == 0 ? 0 : normalize_axis(node.attrs.get_int("dim"), rank);
+  return dispatch_dtype(x.dtype, [&]<typename S>() -> std::unique_ptr<CpuKernel> {
+    return std::make_unique<CumsumKernel<S>>(axis);
+  });
+}
+
 }  // namespace
 
 void register_reduction_kernels(KernelMap& map) {
+  map.emplace("cumsum", &make_cumsum);
   map.emplace("sum", &make_reduce<Reduce::sum>);
   map.emplace("mean", &make_reduce<Reduce::mean>);
   map.emplace("amax", &make_reduce<Reduce::amax>);

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_graph.h"
 #include "backends/cuda/cuda_plugin.h"
 #include "backends/cuda/cuda_resources.h"
 #include "backends/cuda/kernel_registry.h"
@@ -31,6 +32,10 @@ const KernelMap& kernels() {
     register_data_kernels(m);
     register_norm_kernels(m);
     register_matmul_kernels(m);
+    register_attention_kernels(m);
+    register_conv_kernels(m);
+    register_pool_kernels(m);
+    register_batch_norm_kernels(m);
     return m;
   }();
   return map;
@@ -122,6 +127,12 @@ class CudaBackend final : public Backend {
   }
 
   std::shared_ptr<Allocator> default_allocator() const override { return allocator_; }
+
+  std::unique_ptr<CapturedWork> capture(const std::function<void(Stream)>& body, std::string* reason) const override {
+    return capture_cuda_graph(device_, body, reason);
+  }
+  std::unique_ptr<StreamFence> make_fence() const override { return make_cuda_fence(device_); }
+  void use_allocator(std::shared_ptr<Allocator> allocator) override { resources_->set_allocator(std::move(allocator)); }
 
  private:
   std::unique_ptr<BackendKernel> make(const Node& node, std::string* why) const {

@@ -13,7 +13,7 @@ namespace kiln {
 class Backend;
 }
 
-#define KILN_CUDA_ABI 1
+#define KILN_CUDA_ABI 2
 // The plugin is built with hidden visibility; only these are exported.
 #define KILN_CUDA_EXPORT __attribute__((visibility("default")))
 
@@ -29,4 +29,10 @@ KILN_CUDA_EXPORT kiln::Backend* kiln_cuda_create_backend(int index, char* error,
 // on f32, run on the device, so the shared scalar math is proven to compile
 // and run under nvcc. Returns 0 on success.
 KILN_CUDA_EXPORT int kiln_cuda_unary_f32(const char* op_name, const float* host_x, float* host_y, int64_t n, const char** error);
+// The generated-kernel cache's counters since the process started (tests read
+// them through ctypes): out[0] NVRTC compiles, [1] memory hits, [2] disk hits,
+// [3] disk files rejected (corrupt, short), [4] disk writes.
+KILN_CUDA_EXPORT void kiln_cuda_kernel_cache_stats(int64_t out[5]);
+// Drops the in-memory kernel cache, so the next compile reads the disk cache.
+KILN_CUDA_EXPORT void kiln_cuda_kernel_cache_forget();
 }

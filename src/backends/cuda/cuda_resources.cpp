@@ -37,11 +37,21 @@ void* CudaResources::cublaslt() {
 
 void* CudaResources::workspace() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (workspace_ == nullptr) {
-    DeviceGuard guard(device_);
-    check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes), str_cat("cannot allocate the GEMM workspace on cuda:", device_));
+  if (workspace_ == nullptr && workspace_buffer_.data() == nullptr) {
+    if (allocator_ != nullptr) {
+      workspace_buffer_ = allocator_->allocate(kWorkspaceBytes, 256);
+    } else {
+      DeviceGuard guard(device_);
+      check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes),
+                 str_cat("cannot allocate the GEMM workspace on cuda:", device_));
+    }
   }
-  return workspace_;
+  return workspace_ != nullptr ? workspace_ : workspace_buffer_.data();
+}
+
+void CudaResources::set_allocator(std::shared_ptr<Allocator> allocator) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocator_ = std::move(allocator);
 }
 
 }  // namespace kiln::cuda

@@ -3,13 +3,16 @@
 // the backend and all its kernels are gone.
 //
 // The workspace is one buffer per backend, which is safe because one
-// Executable runs one call at a time and its kernels run in order on one
-// stream. Moving it into the memory plan (a workspace value in the arena, so
-// torch's allocator accounts for it) is part of issue 4's remaining work.
+// Executable runs one call at a time and orders calls across streams (the
+// fence in runtime/executable.h). It comes from the executable's allocator
+// (set_allocator; under torch, torch's caching allocator), else cudaMalloc.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
+
+#include "runtime/allocator.h"
 
 namespace kiln::cuda {
 
@@ -26,12 +29,16 @@ class CudaResources {
   static constexpr size_t kWorkspaceBytes = 32u << 20;
   // kWorkspaceBytes of device memory, allocated on first use (at lowering).
   void* workspace();
+  // Where the workspace comes from, if set before its first use.
+  void set_allocator(std::shared_ptr<Allocator> allocator);
 
  private:
   int device_;
   std::mutex mutex_;
   void* cublaslt_ = nullptr;
   void* workspace_ = nullptr;
+  std::shared_ptr<Allocator> allocator_;
+  DeviceBuffer workspace_buffer_;  // when allocator_ gave the workspace
 };
 
 }  // namespace kiln::cuda

@@ -75,24 +75,6 @@ KILN_D void store_as(void* base, int dtype, int64_t off, C v) {
   }
 }
 
-// v rounded to dtype and back, as storing and reloading would.
-template <typename C>
-KILN_D C round_to(int dtype, C v) {
-  switch (static_cast<DType>(dtype)) {
-    case DType::f32: return static_cast<C>(static_cast<float>(v));
-    case DType::f16: return static_cast<C>(__half2float(__float2half_rn(static_cast<float>(v))));
-    case DType::bf16: return static_cast<C>(__bfloat162float(__float2bfloat16_rn(static_cast<float>(v))));
-    case DType::f64: return v;
-    case DType::i64: return static_cast<C>(static_cast<int64_t>(v));
-    case DType::i32: return static_cast<C>(static_cast<int32_t>(static_cast<int64_t>(v)));
-    case DType::i16: return static_cast<C>(static_cast<int16_t>(static_cast<int64_t>(v)));
-    case DType::i8: return static_cast<C>(static_cast<int8_t>(static_cast<int64_t>(v)));
-    case DType::u8: return static_cast<C>(static_cast<uint8_t>(static_cast<int64_t>(v)));
-    case DType::boolean: return v != C(0) ? C(1) : C(0);
-  }
-  return v;
-}
-
 // The element offset of row-major index i of `space` under `strides`.
 KILN_D int64_t offset_of(int64_t i, const IndexSpace& space, const int64_t* strides) {
   int64_t off = 0;

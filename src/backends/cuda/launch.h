@@ -56,34 +56,6 @@ int elementwise_op_index(const char* name);
 bool elementwise_has_form(int op, Compute c);
 cudaError_t launch_elementwise(int op, Compute c, const ElementwiseArgs& args, cudaStream_t stream);
 
-// ---- fused elementwise groups (fused_kernels.cu) ------------------------------
-
-inline constexpr int kMaxFusedInputs = 8;
-inline constexpr int kMaxFusedLiterals = 8;
-inline constexpr int kMaxFusedOps = 48;
-inline constexpr int kMaxFusedOutputs = 4;
-
-struct FusedStep {
-  int16_t op = 0;      // elementwise op index or kCastOp
-  uint8_t in[3] = {};  // slots: inputs, then literals, then step results
-  uint8_t out = 0;
-  uint8_t dtype = 0;   // the result's dtype: the value is rounded to it
-};
-
-struct FusedArgs {
-  IndexSpace space;
-  int num_inputs = 0, num_literals = 0, num_steps = 0, num_outputs = 0;
-  Operand in[kMaxFusedInputs];
-  double literal_f[kMaxFusedLiterals] = {};  // literal values for floating compute
-  int64_t literal_i[kMaxFusedLiterals] = {};  // and for integer compute
-  FusedStep steps[kMaxFusedOps];
-  uint8_t out_slot[kMaxFusedOutputs] = {};
-  void* out[kMaxFusedOutputs] = {};  // contiguous over space
-  int out_dtype[kMaxFusedOutputs] = {};
-};
-
-cudaError_t launch_fused(Compute c, const FusedArgs& args, cudaStream_t stream);
-
 // ---- data movement (data_kernels.cu) -------------------------------------------
 
 // dst[i] = src[i] over space, both strided; elements moved as bytes.

@@ -1,5 +1,14 @@
-// matmul (torch.matmul semantics, batched with broadcasting) through
-// cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
+// matmul (torch.matmul semantics, batched with broadcasting) and
+// matmul_epilogue (matmul, + bias over the last dim, then an activation)
+// through cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
+//
+// Note [GEMM epilogues]
+// matmul_epilogue's bias and activation run in cuBLASLt's epilogue
+// (CUBLASLT_EPILOGUE_BIAS, _RELU_BIAS, _GELU_BIAS, or _RELU/_GELU without a
+// bias) when the heuristics offer an algorithm for it. cuBLASLt's GELU is the
+// tanh approximation, so it serves gelu_tanh; exact gelu, a strided bias, or
+// no algorithm with the epilogue leave the remainder to one in-place pass
+// (launch_bias_act, conv_kernels.cu) after the product. Decided at lowering.
 //
 // Note [Transposes through GEMM flags]
 // A weight reaches matmul as permute(W, [1, 0]): a view whose last two dims
@@ -14,6 +23,7 @@
 // algorithm for operands not 16-byte aligned is kept for views at odd offsets.
 #include <algorithm>
 
+#include "backends/cuda/conv_kernels.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_resources.h"
 #include "backends/cuda/kernel_registry.h"
@@ -129,8 +139,16 @@ void check_lt(cublasStatus_t st, const std::string& what) {
 class MatmulKernel final : public CudaKernel {
  public:
   MatmulKernel(const Node& node, const LowerContext& ctx, DType dtype, Matrix a, Matrix b, int64_t m, int64_t n,
-               int64_t k, int64_t batch)
-      : CudaKernel(node, ctx.device), res_(ctx.resources), dtype_(dtype), m_(m), n_(n), k_(k) {
+               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride)
+      : CudaKernel(node, ctx.device),
+        res_(ctx.resources),
+        dtype_(dtype),
+        m_(m),
+        n_(n),
+        k_(k),
+        act_(act),
+        has_bias_(has_bias),
+        bias_stride_(bias_stride) {
     const std::string where = str_cat("node '", node.name, "' (matmul)");
     cudaDataType_t type = dtype == DType::f16    ? CUDA_R_16F
                           : dtype == DType::bf16 ? CUDA_R_16BF
@@ -163,10 +181,25 @@ class MatmulKernel final : public CudaKernel {
     layout(b_layout_, a.row_major ? k : m, a.row_major ? m : k, a.ld, a.batch_stride);
     layout(c_layout_, n, m, n, m * n);
     const size_t es = dtype_size(dtype);
+    set_epilogue(where);
     aligned_ok_ = (a.ld * es) % 16 == 0 && (b.ld * es) % 16 == 0 && (n * es) % 16 == 0 &&
                   (a.batch_stride * es) % 16 == 0 && (b.batch_stride * es) % 16 == 0 && (m * n * es) % 16 == 0;
     have_aligned_ = aligned_ok_ && pick(16, &aligned_, where, false);
+    if (lt_bias_ || lt_act_) {
+      cublasLtMatmulAlgo_t probe{};
+      if (!pick(static_cast<uint32_t>(es), &probe, where, false)) {  // no algorithm fuses it: unfused epilogue
+        lt_bias_ = lt_act_ = false;
+        cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
+        check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof(none)), where);
+        have_aligned_ = aligned_ok_ && pick(16, &aligned_, where, false);
+      }
+    }
     pick(static_cast<uint32_t>(es), &unaligned_, where, true);
+  }
+
+  // Whether this kernel's bias and activation run inside cuBLASLt (for tests and describe()).
+  std::string describe() const override {
+    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "");
   }
 
  protected:
@@ -175,10 +208,17 @@ class MatmulKernel final : public CudaKernel {
     if (m_ == 0 || n_ == 0 || o.numel() == 0) return;
     if (k_ == 0) {
       check_launch(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * dtype_size(dtype_), s));
+      finish(in, o, s, true);
       return;
     }
+    if (lt_bias_) {
+      const void* bias = in[2].data;
+      check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+               str_cat("node '", node_name(), "' (matmul_epilogue)"));
+    }
     auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    const bool use_aligned = have_aligned_ && aligned(in[0].data) && aligned(in[1].data) && aligned(o.data);
+    const bool use_aligned = have_aligned_ && aligned(in[0].data) && aligned(in[1].data) && aligned(o.data) &&
+                             (!lt_bias_ || aligned(in[2].data));
     const cublasLtMatmulAlgo_t& algo = use_aligned ? aligned_ : unaligned_;
     float alpha_f = 1, beta_f = 0;
     double alpha_d = 1, beta_d = 0;
@@ -189,9 +229,44 @@ class MatmulKernel final : public CudaKernel {
                                        c_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
     KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, "node '", node_name(), "' (matmul): cublasLtMatmul failed (status ",
                     static_cast<int>(st), ")");
+    finish(in, o, s, false);
   }
 
  private:
+  // Chooses the cuBLASLt epilogue (Note [GEMM epilogues]).
+  void set_epilogue(const std::string& where) {
+    lt_bias_ = has_bias_ && bias_stride_ == 1;
+    lt_act_ = (act_ == Activation::relu || act_ == Activation::gelu_tanh) && (lt_bias_ || !has_bias_);
+    if (!lt_bias_ && !lt_act_) return;
+    const bool gelu = act_ == Activation::gelu_tanh;
+    cublasLtEpilogue_t epi = !lt_act_ ? CUBLASLT_EPILOGUE_BIAS
+                             : lt_bias_ ? (gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS)
+                                        : (gelu ? CUBLASLT_EPILOGUE_GELU : CUBLASLT_EPILOGUE_RELU);
+    check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), where);
+    if (lt_bias_) {
+      int64_t zero = 0;
+      check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &zero, sizeof(zero)),
+               where);
+    }
+  }
+
+  // The part of the epilogue cuBLASLt did not run (all of it when `all`).
+  void finish(std::span<const TensorView> in, const TensorView& o, cudaStream_t s, bool all) const {
+    const bool bias = has_bias_ && (all || !lt_bias_);
+    const bool act = act_ != Activation::none && (all || !lt_act_);
+    if (!bias && !act) return;
+    BiasActArgs a;
+    a.y = o.data;
+    a.bias = bias ? in[2].data : nullptr;
+    a.dtype = static_cast<int>(dtype_);
+    a.n = o.numel();
+    a.channel_stride = 1;
+    a.channels = n_;
+    a.bias_stride = bias_stride_;
+    a.act = act ? act_ : Activation::none;
+    check_launch(launch_bias_act(a, s));
+  }
+
   // The heuristic's best algorithm for operands aligned to `alignment` bytes.
   bool pick(uint32_t alignment, cublasLtMatmulAlgo_t* algo, const std::string& where, bool required) {
     Handle<cublasLtMatmulPreference_t, destroy_pref> pref;
@@ -218,6 +293,10 @@ class MatmulKernel final : public CudaKernel {
   std::shared_ptr<CudaResources> res_;
   DType dtype_;
   int64_t m_, n_, k_;
+  Activation act_;
+  bool has_bias_;
+  int64_t bias_stride_;
+  bool lt_bias_ = false, lt_act_ = false;  // parts of the epilogue cuBLASLt runs
   Handle<cublasLtMatmulDesc_t, destroy_desc> desc_;
   Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_;
   cublasLtMatmulAlgo_t aligned_{}, unaligned_{};
@@ -245,7 +324,15 @@ std::unique_ptr<BackendKernel> make_matmul(const Node& node, const LowerContext&
   if (!operand_matrix(a, false, out_batch, &ma, reason, "a") || !operand_matrix(b, true, out_batch, &mb, reason, "b"))
     return nullptr;
   if (batch <= 1) ma.batch_stride = mb.batch_stride = 0;
-  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch);
+  Activation act = Activation::none;
+  const bool has_bias = node.inputs.size() > 2;
+  if (node.op->name == "matmul_epilogue") {
+    const std::string& name = node.attrs.get_string("activation");
+    act = name == "relu" ? Activation::relu : name == "gelu" ? Activation::gelu
+        : name == "gelu_tanh" ? Activation::gelu_tanh : Activation::none;
+  }
+  const int64_t bias_stride = has_bias ? node.inputs[2]->type.strides[0] : 0;
+  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch, act, has_bias, bias_stride);
 }
 
 #else  // no cuBLASLt in this build
@@ -259,6 +346,9 @@ std::unique_ptr<BackendKernel> make_matmul(const Node&, const LowerContext&, std
 
 }  // namespace
 
-void register_matmul_kernels(KernelMap& map) { map["matmul"] = &make_matmul; }
+void register_matmul_kernels(KernelMap& map) {
+  map["matmul"] = &make_matmul;
+  map["matmul_epilogue"] = &make_matmul;
+}
 
 }  // namespace kiln::cuda

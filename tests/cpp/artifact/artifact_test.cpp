@@ -19,6 +19,7 @@
 #include "runtime/artifact_format.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/artifact_writer.h"
+#include "runtime/backend.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 
@@ -195,6 +196,39 @@ TEST(Artifact, PublicProgramApi) {
   EXPECT_EQ(std::memcmp(outs2[0].data<float>(), expected[0].data(), 6 * sizeof(float)), 0);
 }
 
+TEST(Artifact, InspectionAndDeviceErrors) {
+  Fixture f;
+  f.bind(*f.exe);
+  std::string path = temp_path("mlp_info.kiln");
+  save_artifact(*f.exe, path);
+  Program program = Program::load(path);
+  const FileInfo info = program.file_info();
+  EXPECT_EQ(info.file_size, std::filesystem::file_size(path));
+  EXPECT_EQ(info.format_version, artifact::kFormatVersion);
+  EXPECT_TRUE(info.has_weight_data);
+  ASSERT_EQ(info.sections.size(), 5u);
+  EXPECT_EQ(info.sections.back().name, "weight data");
+  EXPECT_EQ(info.sections.back().offset % artifact::kWeightDataAlignment, 0u);
+  EXPECT_GE(program.op_counts().at("matmul"), 1);  // the pipeline may fuse the bias add into one
+  EXPECT_TRUE(program.weight_stored("fc1.weight"));
+  EXPECT_NE(program.graph_text().find("graph {"), std::string::npos);
+
+  LoadOptions bad;
+  bad.device = "gpu";
+  EXPECT_THROW(Program::load(path, bad), Error);
+  if (!cuda_available()) {
+    LoadOptions cuda;
+    cuda.device = "cuda";
+    try {
+      Program::load(path, cuda);
+      FAIL() << "loaded on cuda without CUDA";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+      EXPECT_NE(std::string(e.what()).find("CUDA is not available"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ArtifactHostile, TruncatedAtEveryByte) {
   for (bool weights : {true, false}) {
     std::vector<uint8_t> bytes = saved_bytes(weights);
@@ -298,6 +332,39 @@ TEST(ArtifactHostile, ForgedSectionsWithValidChecksums) {
   EXPECT_NE(corrupt_error(forge(bytes, SectionKind::metadata, {1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0}))
                 .find("truncated"),
             std::string::npos);
+
+  // Found by the fuzzer: dims each in range but with a product past the limit,
+  // and zero strides so that the bytes they span look small. Rejected before
+  // anything computes with them (contiguous strides would overflow).
+  artifact::ByteWriter w;
+  w.u32(1);
+  w.str("w1");
+  w.str("fc1.weight");
+  w.u8(0);  // f32
+  w.u8(0);  // not stored
+  w.u32(2);
+  w.i64(int64_t{1} << 40);
+  w.i64(int64_t{1} << 40);
+  w.i64(0);
+  w.i64(0);
+  w.u64(0);
+  w.u64(4);
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::weight_table, w.bytes())).find("too large"), std::string::npos);
+  // The same with a dim of size 0 (no elements, but the other dims' product still overflows strides).
+  artifact::ByteWriter z;
+  z.u32(1);
+  z.str("w1");
+  z.str("fc1.weight");
+  z.u8(0);
+  z.u8(0);
+  z.u32(3);
+  z.i64(int64_t{1} << 40);
+  z.i64(int64_t{1} << 40);
+  z.i64(0);
+  for (int i = 0; i < 3; ++i) z.i64(0);
+  z.u64(0);
+  z.u64(0);
+  EXPECT_NE(corrupt_error(forge(bytes, SectionKind::weight_table, z.bytes())).find("too large"), std::string::npos);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ TEST(CudaBackend, MakeBackendExplainsWhenUnavailable) {
 TEST(CudaBackend, UnsupportedOpsSayWhy) {
   KILN_REQUIRE_CUDA();
   Graph g;
-  Value* x = g.add_input("x", TensorType(DType::f32, {1, 3, 8, 8}));
+  Value* x = g.add_input("x", TensorType(DType::i64, {1, 3, 8, 8}));  // CUDA pools are floating-only
   Node* pool = g.add_node(get_op("max_pool2d"), {x}, [] {
     Attrs a;
     a.set("kernel_size", std::vector<int64_t>{2, 2});

@@ -25,7 +25,7 @@ const char* const kSeedText = R"(graph {
   literal %h : bf16[2] = [0.5, -nan]
   literal %ints : i64[3] = [-9223372036854775808, 0, 9223372036854775807]
   literal %flags : bool[2] = [true, false]
-  %v, %i = max_pool2d(%x) {ceil_mode=false, dilation=[1,1], kernel_size=[2,2], padding=[0,0], stride=[]} : f32[1,2,2,2], i64[1,2,2,2]
+  %v, %i = max_pool2d(%x) {ceil_mode=false, channels_last=false, dilation=[1,1], kernel_size=[2,2], padding=[0,0], stride=[]} : f32[1,2,2,2], i64[1,2,2,2]
   %p = permute(%v) {dims=[0,1,3,2]} : f32[1,2,2,2]{8,4,1,2}
   %f, %g = fused(%p, %one) : f32[1,2,2,2], f32[1,2,2,2] {
     input %a : f32[1,2,2,2]{8,4,1,2}

@@ -43,7 +43,7 @@ TEST(IrVerifier, ValidGraphsPass) {
   input %x : f32[1,2,4,4]
   weight %w : f32[4] = "w"
   literal %one : f32[] = [1.0]
-  %v, %i = max_pool2d(%x) {ceil_mode=false, dilation=[1,1], kernel_size=[2,2], padding=[0,0], stride=[]} : f32[1,2,2,2], i64[1,2,2,2]
+  %v, %i = max_pool2d(%x) {ceil_mode=false, channels_last=false, dilation=[1,1], kernel_size=[2,2], padding=[0,0], stride=[]} : f32[1,2,2,2], i64[1,2,2,2]
   %p = permute(%v) {dims=[0,1,3,2]} : f32[1,2,2,2]{8,4,1,2}
   %f = fused(%p, %one) : f32[1,2,2,2] {
     input %a : f32[1,2,2,2]{8,4,1,2}

@@ -23,6 +23,7 @@ const std::map<std::string, RefFn>& references() {
       {"mul", [](double x, double y, double) { return x * y; }},
       {"div", [](double x, double y, double) { return x / y; }},
       {"pow", [](double x, double y, double) { return std::pow(x, y); }},
+      {"fmod", [](double x, double y, double) { return y == 0 ? 0.0 : std::fmod(x, y); }},  // integer 0: 0 (no trap)
       {"maximum", [](double x, double y, double) { return ref_max(x, y); }},
       {"minimum", [](double x, double y, double) { return ref_min(x, y); }},
       {"neg", [](double x, double, double) { return -x; }},

@@ -1,6 +1,6 @@
-// scaled_dot_product_attention against a naive double reference: L != S,
-// default and explicit scale, causal (top-left), bool and additive masks with
-// broadcasting, fully masked rows, broadcast batch dims, strided q/k/v,
+// attention against a naive double reference: L != S, default and explicit
+// scale, causal (top-left), bool and additive masks with broadcasting, fully
+// masked rows, broadcast batch dims, grouped-query heads, strided q/k/v,
 // every floating dtype, and shape errors.
 #include <gtest/gtest.h>
 
@@ -26,13 +26,22 @@ std::vector<double> reference_sdpa(const HostTensor& q, const HostTensor& k, con
   const double scale = c.scale != 0.0 ? c.scale : 1.0 / std::sqrt(double(E));
   const double inf = std::numeric_limits<double>::infinity();
   auto batch_of = [](const HostTensor& t) { return Dims(t.type.dims.begin(), t.type.dims.end() - 2); };
+  // broadcast_index, except that k/v heads dividing q's (the last batch dim) are grouped-query heads.
+  const Dims out_batch(out_dims.begin(), out_dims.end() - 2);
+  auto operand_index = [&](const Dims& batch, const Dims& dims) {
+    Dims index = batch;
+    const int64_t heads = out_batch.empty() ? 1 : out_batch.back();
+    if (!dims.empty() && dims.back() != 1 && dims.back() != heads)
+      index.back() /= heads / dims.back();
+    return broadcast_index(index, dims);
+  };
   std::vector<double> out;
   for (int64_t flat = 0; flat < numel(out_dims); ++flat) {
     Dims oi = unravel(flat, out_dims);
     Dims batch(oi.begin(), oi.end() - 2);
     const int64_t i = oi[oi.size() - 2], e_out = oi.back();
-    Dims bq = broadcast_index(batch, batch_of(q)), bk = broadcast_index(batch, batch_of(k)),
-         bv = broadcast_index(batch, batch_of(v));
+    Dims bq = broadcast_index(batch, batch_of(q)), bk = operand_index(batch, batch_of(k)),
+         bv = operand_index(batch, batch_of(v));
     std::vector<double> scores(static_cast<size_t>(S));
     for (int64_t j = 0; j < S; ++j) {
       double s = 0;
@@ -96,14 +105,14 @@ std::vector<double> check_sdpa(const SdpaCase& c, const Dims& expect_dims, uint3
   attrs.set("scale", c.scale);
   std::vector<HostTensor*> inputs = {&q, &k, &v};
   if (m) inputs.push_back(m);
-  auto out = run_op("scaled_dot_product_attention", inputs, attrs);
+  auto out = run_op("attention", inputs, attrs);
   [&] { ASSERT_EQ(out[0].type.dims, expect_dims); }();
   std::vector<double> want = reference_sdpa(q, k, v, m, c, expect_dims);
   expect_close(out[0], want, "sdpa q" + to_string(c.q) + " k" + to_string(c.k));
   return want;
 }
 
-TEST(Sdpa, UnmaskedLDifferentFromSEveryDtype) {
+TEST(Attention, UnmaskedLDifferentFromSEveryDtype) {
   for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16})
     check_sdpa({TensorType(d, {2, 3, 5, 8}), TensorType(d, {2, 3, 7, 8}), TensorType(d, {2, 3, 7, 6})},
                {2, 3, 5, 6});
@@ -113,7 +122,7 @@ TEST(Sdpa, UnmaskedLDifferentFromSEveryDtype) {
   check_sdpa(scaled, {1, 4, 5});
 }
 
-TEST(Sdpa, CausalIsTopLeftAligned) {
+TEST(Attention, CausalIsTopLeftAligned) {
   for (int64_t L : {3, 5, 9}) {
     SdpaCase c{TensorType(DType::f32, {2, L, 4}), TensorType(DType::f32, {2, 5, 4}), TensorType(DType::f32, {2, 5, 3})};
     c.causal = true;
@@ -125,7 +134,7 @@ TEST(Sdpa, CausalIsTopLeftAligned) {
   check_sdpa(h, {1, 2, 6, 8});
 }
 
-TEST(Sdpa, BoolAndAdditiveMasksBroadcast) {
+TEST(Attention, BoolAndAdditiveMasksBroadcast) {
   SdpaCase b{TensorType(DType::f32, {2, 3, 5, 4}), TensorType(DType::f32, {2, 3, 7, 4}),
              TensorType(DType::f32, {2, 3, 7, 2}), TensorType(DType::boolean, {5, 7})};
   check_sdpa(b, {2, 3, 5, 2});
@@ -140,7 +149,7 @@ TEST(Sdpa, BoolAndAdditiveMasksBroadcast) {
   }
 }
 
-TEST(Sdpa, FullyMaskedRowsGiveZeros) {
+TEST(Attention, FullyMaskedRowsGiveZeros) {
   SdpaCase c{TensorType(DType::f32, {1, 3, 4}), TensorType(DType::f32, {1, 5, 4}), TensorType(DType::f32, {1, 5, 2}),
              TensorType(DType::boolean, {3, 5})};
   HostTensor mask(TensorType(DType::boolean, {3, 5}));
@@ -157,7 +166,7 @@ TEST(Sdpa, FullyMaskedRowsGiveZeros) {
   check_sdpa(a, {1, 3, 2}, 4, &additive);
 }
 
-TEST(Sdpa, BroadcastBatchAndStridedOperands) {
+TEST(Attention, BroadcastBatchAndStridedOperands) {
   // k and v shared by every batch and head.
   check_sdpa({TensorType(DType::f32, {2, 3, 5, 8}), TensorType(DType::f32, {1, 7, 8}),
               TensorType(DType::f32, {7, 6})},
@@ -168,11 +177,24 @@ TEST(Sdpa, BroadcastBatchAndStridedOperands) {
              {2, 3, 5, 4});
 }
 
-TEST(Sdpa, ShapeErrors) {
+TEST(Attention, GroupedQueryHeads) {
+  // 6 query heads over 2 and 3 key/value heads (heads 0-2 read k/v head 0, ...), with a mask and causal.
+  check_sdpa({TensorType(DType::f32, {2, 6, 5, 8}), TensorType(DType::f32, {2, 2, 7, 8}),
+              TensorType(DType::f32, {2, 2, 7, 4}), TensorType(DType::boolean, {2, 1, 5, 7})},
+             {2, 6, 5, 4});
+  SdpaCase c{TensorType(DType::bf16, {1, 6, 9, 16}), TensorType(DType::bf16, {1, 3, 9, 16}),
+             TensorType(DType::bf16, {1, 3, 9, 16})};
+  c.causal = true;
+  check_sdpa(c, {1, 6, 9, 16});
+  SdpaCase h{TensorType(DType::f16, {3, 4, 2}), TensorType(DType::f16, {1, 6, 2}), TensorType(DType::f16, {1, 6, 2})};
+  check_sdpa(h, {3, 4, 2});  // rank 3: the one batch dim is the heads; 1 broadcasts
+}
+
+TEST(Attention, ShapeErrors) {
   auto err = [](std::vector<TensorType> t, bool causal = false) {
     Attrs a;
     a.set("causal", causal);
-    return build_error("scaled_dot_product_attention", std::move(t), a);
+    return build_error("attention", std::move(t), a);
   };
   expect_contains(err({TensorType(DType::f32, {2, 5, 8}), TensorType(DType::f32, {2, 7, 6}),
                        TensorType(DType::f32, {2, 7, 6})}),
@@ -193,6 +215,12 @@ TEST(Sdpa, ShapeErrors) {
   expect_contains(err({TensorType(DType::f32, {2, 5, 8}), TensorType(DType::f16, {2, 7, 8}),
                        TensorType(DType::f32, {2, 7, 6})}),
                   "share one dtype");
+  expect_contains(err({TensorType(DType::f32, {2, 4, 5, 8}), TensorType(DType::f32, {2, 3, 7, 8}),
+                       TensorType(DType::f32, {2, 3, 7, 6})}),
+                  "k/v heads must equal, divide or be 1");
+  expect_contains(err({TensorType(DType::f32, {2, 4, 5, 8}), TensorType(DType::f32, {3, 4, 7, 8}),
+                       TensorType(DType::f32, {3, 4, 7, 6})}),
+                  "do not broadcast");
 }
 
 }  // namespace

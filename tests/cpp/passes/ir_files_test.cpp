@@ -57,6 +57,9 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"simplify", simplify},
       {"fold_literals", [](Graph& g) { return fold_literals(g); }},
       {"fuse_elementwise", fuse_elementwise},
+      {"fuse_epilogues", fuse_epilogues},
+      {"fuse_attention", fuse_attention},
+      {"choose_layout", choose_layout},
       {"pipeline", run_pipeline_quietly},
       {"fold_batch_norm", fold_batch_norm},
       {"lower_precision", [](Graph& g) { return lower_precision(g, DType::f32, DType::f16); }},
@@ -108,6 +111,9 @@ TEST(IrFiles, Cse) { check_folder("cse"); }
 TEST(IrFiles, Simplify) { check_folder("simplify"); }
 TEST(IrFiles, FoldLiterals) { check_folder("fold_literals"); }
 TEST(IrFiles, FuseElementwise) { check_folder("fuse_elementwise"); }
+TEST(IrFiles, FuseEpilogues) { check_folder("fuse_epilogues"); }
+TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
+TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }
 TEST(IrFiles, Pipeline) { check_folder("pipeline"); }
 TEST(IrFiles, FoldBatchNorm) { check_folder("fold_batch_norm"); }
 TEST(IrFiles, LowerPrecision) { check_folder("lower_precision"); }

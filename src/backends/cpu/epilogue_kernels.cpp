@@ -1,0 +1,96 @@
+// CPU kernels of the ops that passes create (ops/epilogue_ops.cpp): each runs
+// the plain op's kernel and then its epilogue, with the same roundings as the
+// unfused graph (the product is stored in the output dtype, then the bias and
+// activation are applied in the compute type), so the CPU results of a graph
+// do not change when a pass fuses it.
+//   matmul_epilogue  matmul, then + bias over the last dim, then the activation
+//   conv2d_fused     conv2d (bias included), then ReLU (its channels_last
+//                    form goes through channels_last_kernels.cpp)
+#include <vector>
+
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/kernel_registry.h"
+#include "ops/op_def.h"
+#include "ops/scalar_math.h"
+#include "support/error.h"
+
+namespace kiln::cpu::internal {
+
+namespace {
+
+enum class Act { none, relu, gelu, gelu_tanh };
+
+Act parse_act(const std::string& s) {
+  return s == "relu" ? Act::relu : s == "gelu" ? Act::gelu : s == "gelu_tanh" ? Act::gelu_tanh : Act::none;
+}
+
+template <typename C>
+C apply(Act act, C v) {
+  switch (act) {
+    case Act::relu: return sm::k_relu(v);
+    case Act::gelu: return sm::k_gelu(v);
+    case Act::gelu_tanh: return sm::k_gelu_tanh(v);
+    case Act::none: return v;
+  }
+  return v;
+}
+
+class EpilogueKernel final : public CpuKernel {
+ public:
+  EpilogueKernel(std::unique_ptr<CpuKernel> base, const Node& node) : base_(std::move(base)) {
+    conv_ = node.op->name == "conv2d_fused";
+    if (conv_) {
+      act_ = node.attrs.get_bool("relu") ? Act::relu : Act::none;
+    } else {
+      act_ = parse_act(node.attrs.get_string("activation"));
+      bias_ = node.inputs.size() > 2;
+    }
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
+    const TensorView& y = out[0];
+    if (!conv_) {
+      base_->run(in.first(2), out, ctx);
+      dispatch_floating(y.dtype, "matmul_epilogue", [&]<typename T>() { finish<T>(y, bias_ ? &in[2] : nullptr, ctx); });
+      return;
+    }
+    base_->run(in, out, ctx);
+    dispatch_floating(y.dtype, "conv2d_fused", [&]<typename T>() { finish<T>(y, nullptr, ctx); });
+  }
+
+ private:
+  // y = act(y + bias) in place (bias over the last dim); y contiguous.
+  template <typename T>
+  void finish(const TensorView& y, const TensorView* bias, const CpuContext& ctx) const {
+    if (act_ == Act::none && bias == nullptr) return;
+    T* d = static_cast<T*>(y.data);
+    const int64_t last = y.dims.empty() ? 1 : y.dims.back();
+    ctx.pool.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        auto v = to_compute(d[i]);
+        if (bias != nullptr) {
+          v += to_compute(static_cast<const T*>(bias->data)[(i % last) * bias->strides[0]]);
+          v = to_compute(from_compute<T>(v));  // the unfused add rounds here
+        }
+        d[i] = from_compute<T>(apply(act_, v));
+      }
+    });
+  }
+
+  std::unique_ptr<CpuKernel> base_;
+  bool conv_ = false, bias_ = false;
+  Act act_ = Act::none;
+};
+
+}  // namespace
+
+std::unique_ptr<CpuKernel> with_epilogue(std::unique_ptr<CpuKernel> base, const Node& node, std::string* reason) {
+  if (!base) return nullptr;
+  if (!is_floating(node.outputs[0]->type.dtype)) {
+    if (reason) *reason = node.op->name + " needs a floating-point result";
+    return nullptr;
+  }
+  return std::make_unique<EpilogueKernel>(std::move(base), node);
+}
+
+}  // namespace kiln::cpu::internal

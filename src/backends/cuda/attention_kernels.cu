@@ -1,0 +1,390 @@
+// CUDA attention kernels. Neither materializes the [L, S] score matrix.
+//
+// f16/bf16 (flash attention): a block of 4 warps owns 64 query rows of one
+// batch entry, 16 rows per warp. Q stays in registers as mma.sync A
+// fragments; key/value tiles of 64 rows go through shared memory. For each
+// tile a warp computes its 16x64 scores on tensor cores
+// (mma.sync.m16n8k16, f32 accumulation), applies scale, causal and mask in
+// registers, updates the running row max and sum (online softmax, in log2
+// units), and adds P V (P rounded to the input dtype, as A fragments made
+// straight from the score accumulators) into f32 output accumulators. Head
+// dims are padded with zeros to the kernel's D (32, 64 or 128).
+//
+// f32 (and f16/bf16 on GPUs older than sm_80): one warp per query row; lanes
+// split the head dim, and the same online softmax runs over the keys one at a
+// time.
+//
+// Fully masked rows give zeros (Note [Fully masked rows], attention_ops.cpp).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "backends/cuda/attention_launch.h"
+#include "ir/dtype.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr int kBlockM = 64;  // query rows per block
+constexpr int kBlockN = 64;  // keys per tile
+constexpr int kThreads = 128;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+struct Offsets {
+  int64_t q = 0, k = 0, v = 0, m = 0;
+};
+
+__device__ Offsets batch_offsets(const AttentionArgs& a, int64_t b) {
+  Offsets o;
+  for (int d = a.nbatch - 1; d >= 0; --d) {
+    const int64_t n = a.batch_dims[d];
+    const int64_t i = b % n;
+    b /= n;
+    const bool heads = d == a.nbatch - 1;
+    o.q += i * a.q_batch[d];
+    o.k += (heads ? i / a.k_group : i) * a.k_batch[d];
+    o.v += (heads ? i / a.v_group : i) * a.v_batch[d];
+    o.m += i * a.m_batch[d];
+  }
+  return o;
+}
+
+// ---- f16 / bf16 ------------------------------------------------------------------
+
+template <typename T>
+struct Half;
+
+template <>
+struct Half<__half> {
+  static __device__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap();  // never launched: launch_attention takes the row kernel below sm_80
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+  static __device__ uint32_t pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  static __device__ float to_float(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+  static __device__ uint16_t from_float(float x) { return __half_as_ushort(__float2half_rn(x)); }
+};
+
+template <>
+struct Half<__nv_bfloat16> {
+  static __device__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap();  // never launched: launch_attention takes the row kernel below sm_80
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+  }
+  static __device__ uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+  static __device__ float to_float(uint16_t bits) { return __bfloat162float(__ushort_as_bfloat16(bits)); }
+  static __device__ uint16_t from_float(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+};
+
+// Rows [n0, n0 + kBlockN) of a [S, cols] operand into a zero-padded [kBlockN, D] tile.
+template <int D>
+__device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t row_stride, int64_t n0, int64_t S,
+                          int64_t cols, bool vec) {
+  if (vec) {  // cols % 8 == 0 and every row 16-byte aligned
+    constexpr int kChunks = D / 8;
+    for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
+      const int r = i / kChunks, c = (i % kChunks) * 8;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (n0 + r < S && c < cols) val = *reinterpret_cast<const uint4*>(src + (n0 + r) * row_stride + c);
+      *reinterpret_cast<uint4*>(&dst[r][c]) = val;
+    }
+  } else {
+    for (int i = threadIdx.x; i < kBlockN * D; i += kThreads) {
+      const int r = i / D, c = i % D;
+      dst[r][c] = (n0 + r < S && c < cols) ? src[(n0 + r) * row_stride + c] : uint16_t{0};
+    }
+  }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constant__ AttentionArgs a) {
+  using H = Half<T>;
+  __shared__ __align__(16) uint16_t ks[kBlockN][D + 8];
+  __shared__ __align__(16) uint16_t vs[kBlockN][D + 8];
+
+  const int64_t m_blocks = (a.L + kBlockM - 1) / kBlockM;
+  const int64_t batch = blockIdx.x / m_blocks;
+  const int64_t m0 = (blockIdx.x % m_blocks) * kBlockM;
+  const Offsets off = batch_offsets(a, batch);
+  const uint16_t* q = static_cast<const uint16_t*>(a.q) + off.q;
+  const uint16_t* k = static_cast<const uint16_t*>(a.k) + off.k;
+  const uint16_t* v = static_cast<const uint16_t*>(a.v) + off.v;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates: row group, thread in group
+  const int64_t rows[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+
+  // Q as A fragments (16 x 16 per k-step), read once from global memory.
+  auto q_pair = [&](int64_t row, int col) -> uint32_t {
+    uint32_t lo = 0, hi = 0;
+    if (row < a.L) {
+      const uint16_t* p = q + row * a.q_row;
+      if (col < a.E) lo = p[col];
+      if (col + 1 < a.E) hi = p[col + 1];
+    }
+    return lo | (hi << 16);
+  };
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    qf[kk][0] = q_pair(rows[0], kk * 16 + 2 * t);
+    qf[kk][1] = q_pair(rows[1], kk * 16 + 2 * t);
+    qf[kk][2] = q_pair(rows[0], kk * 16 + 2 * t + 8);
+    qf[kk][3] = q_pair(rows[1], kk * 16 + 2 * t + 8);
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int d = 0; d < D / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+  float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};  // row_sum: this thread's part
+  const float scale_log2 = a.scale * kLog2e;
+  // Under causality no row of this block sees keys at or past m0 + kBlockM.
+  const int64_t n_end = a.causal ? (a.S < m0 + kBlockM ? a.S : m0 + kBlockM) : a.S;
+
+  for (int64_t n0 = 0; n0 < n_end; n0 += kBlockN) {
+    __syncthreads();  // the previous tile is no longer read
+    load_tile<D>(ks, k, a.k_row, n0, a.S, a.E, a.k_vec);
+    load_tile<D>(vs, v, a.v_row, n0, a.S, a.Ev, a.v_vec);
+    __syncthreads();
+
+    float s[kBlockN / 8][4];
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&ks[8 * j + g][kk * 16 + 2 * t]);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&ks[8 * j + g][kk * 16 + 2 * t + 8]);
+        H::mma(s[j], qf[kk], b0, b1);
+      }
+    }
+
+    // Scale, causal and mask, in log2 units; the tile's row maxima.
+    float tile_max[2] = {row_max[0], row_max[1]};
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t row = rows[e >> 1], col = n0 + 8 * j + 2 * t + (e & 1);
+        float x = s[j][e] * scale_log2;
+        if (col >= a.S || (a.causal && col > row)) {
+          x = kNegInf;
+        } else if (a.mask != nullptr && row < a.L) {
+          const int64_t mo = off.m + row * a.m_row + col * a.m_col;
+          if (a.mask_is_bool) {
+            if (!static_cast<const bool*>(a.mask)[mo]) x = kNegInf;
+          } else {
+            x += H::to_float(static_cast<const uint16_t*>(a.mask)[mo]) * kLog2e;
+          }
+        }
+        s[j][e] = x;
+        tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
+      }
+    }
+    float base[2], correction[2], tile_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      base[r] = tile_max[r] == kNegInf ? 0.f : tile_max[r];  // nothing seen yet: every p is 0
+      correction[r] = exp2f(row_max[r] - base[r]);
+      row_max[r] = tile_max[r];
+    }
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[j][e] - base[e >> 1]);
+        s[j][e] = p;
+        tile_sum[e >> 1] += p;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      o[d][0] *= correction[0];
+      o[d][1] *= correction[0];
+      o[d][2] *= correction[1];
+      o[d][3] *= correction[1];
+    }
+
+    // O += P V: P's A fragments come from the score accumulators of two 8-key groups.
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
+                              H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                              H::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const int r = kk * 16 + 2 * t;
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        const int col = 8 * d + g;
+        const uint32_t b0 = uint32_t{vs[r][col]} | (uint32_t{vs[r + 1][col]} << 16);
+        const uint32_t b1 = uint32_t{vs[r + 8][col]} | (uint32_t{vs[r + 9][col]} << 16);
+        H::mma(o[d], pa, b0, b1);
+      }
+    }
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    inv[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+  }
+  uint16_t* out = static_cast<uint16_t*>(a.out) + batch * a.L * a.Ev;
+#pragma unroll
+  for (int d = 0; d < D / 8; ++d)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = rows[e >> 1];
+      const int col = 8 * d + 2 * t + (e & 1);
+      if (row < a.L && col < a.Ev) out[row * a.Ev + col] = H::from_float(o[d][e] * inv[e >> 1]);
+    }
+}
+
+// ---- row kernel (f32, and f16/bf16 below sm_80) ---------------------------------------
+
+constexpr int kRowWarps = 4;
+constexpr int kPerLane = static_cast<int>(kAttentionMaxHeadDim / 32);
+
+__device__ float warp_sum(float x) {
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
+  return x;  // the same bits in every lane (each step adds the same two numbers)
+}
+
+template <typename T>
+struct Scalar {
+  static __device__ float to_float(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+  static __device__ void store(void* p, int64_t i, float x) { static_cast<float*>(p)[i] = x; }
+};
+template <>
+struct Scalar<__half> {
+  static __device__ float to_float(const void* p, int64_t i) { return __half2float(static_cast<const __half*>(p)[i]); }
+  static __device__ void store(void* p, int64_t i, float x) { static_cast<__half*>(p)[i] = __float2half_rn(x); }
+};
+template <>
+struct Scalar<__nv_bfloat16> {
+  static __device__ float to_float(const void* p, int64_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+  static __device__ void store(void* p, int64_t i, float x) {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(x);
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_constant__ AttentionArgs a,
+                                                                  int64_t num_rows) {
+  using X = Scalar<T>;
+  const int64_t row_id = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  if (row_id >= num_rows) return;  // the whole warp leaves together
+  const int lane = threadIdx.x % 32;
+  const int64_t batch = row_id / a.L, i = row_id % a.L;
+  const Offsets off = batch_offsets(a, batch);
+  const int64_t q0 = off.q + i * a.q_row;
+  float qr[kPerLane], acc[kPerLane];
+#pragma unroll
+  for (int c = 0; c < kPerLane; ++c) {
+    const int64_t e = lane + 32 * c;
+    qr[c] = e < a.E ? X::to_float(a.q, q0 + e) * a.scale : 0.f;
+    acc[c] = 0.f;
+  }
+  float row_max = kNegInf, row_sum = 0.f;
+  const int64_t end = a.causal ? (a.S < i + 1 ? a.S : i + 1) : a.S;
+  for (int64_t j = 0; j < end; ++j) {
+    const int64_t k0 = off.k + j * a.k_row;
+    float part = 0.f;
+#pragma unroll
+    for (int c = 0; c < kPerLane; ++c) {
+      const int64_t e = lane + 32 * c;
+      if (e < a.E) part += qr[c] * X::to_float(a.k, k0 + e);
+    }
+    float x = warp_sum(part);
+    if (a.mask != nullptr) {
+      const int64_t mo = off.m + i * a.m_row + j * a.m_col;
+      if (a.mask_is_bool)
+        x = static_cast<const bool*>(a.mask)[mo] ? x : kNegInf;
+      else
+        x += X::to_float(a.mask, mo);
+    }
+    if (x == kNegInf) continue;  // uniform across the warp
+    const float new_max = fmaxf(row_max, x);
+    const float correction = expf(row_max - new_max), p = expf(x - new_max);
+    row_sum = row_sum * correction + p;
+    const int64_t v0 = off.v + j * a.v_row;
+#pragma unroll
+    for (int c = 0; c < kPerLane; ++c) {
+      const int64_t e = lane + 32 * c;
+      acc[c] = acc[c] * correction + (e < a.Ev ? p * X::to_float(a.v, v0 + e) : 0.f);
+    }
+    row_max = new_max;
+  }
+  const float inv = row_sum > 0.f ? 1.f / row_sum : 0.f;
+#pragma unroll
+  for (int c = 0; c < kPerLane; ++c) {
+    const int64_t e = lane + 32 * c;
+    if (e < a.Ev) X::store(a.out, row_id * a.Ev + e, acc[c] * inv);
+  }
+}
+
+template <typename T>
+cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
+  const int64_t head_dim = a.E > a.Ev ? a.E : a.Ev;
+  if (head_dim <= 32)
+    flash_attention<T, 32><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  else if (head_dim <= 64)
+    flash_attention<T, 64><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  else
+    flash_attention<T, 128><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
+  int64_t batches = 1;
+  for (int d = 0; d < a.nbatch; ++d) batches *= a.batch_dims[d];
+  if (batches == 0 || a.L == 0 || a.Ev == 0) return cudaSuccess;
+  if (a.E > kAttentionMaxHeadDim || a.Ev > kAttentionMaxHeadDim) return cudaErrorInvalidValue;
+  const DType dtype = static_cast<DType>(a.dtype);
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16) return cudaErrorInvalidValue;
+  if (dtype == DType::f32 || !a.tensor_cores) {
+    const int64_t rows = batches * a.L;
+    const unsigned blocks = static_cast<unsigned>((rows + kRowWarps - 1) / kRowWarps);
+    if (dtype == DType::f32)
+      attention_rows<float><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
+    else if (dtype == DType::f16)
+      attention_rows<__half><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
+    else
+      attention_rows<__nv_bfloat16><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
+    return cudaGetLastError();
+  }
+  const int64_t blocks = batches * ((a.L + kBlockM - 1) / kBlockM);
+  return dtype == DType::f16 ? launch_flash<__half>(a, blocks, stream) : launch_flash<__nv_bfloat16>(a, blocks, stream);
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,98 @@
+// fuse_epilogues: folds what follows a matrix product or a convolution into
+// the op itself, so the CUDA backend runs one library call (cuBLASLt
+// epilogues, a fused cuDNN graph) instead of a product and an elementwise pass:
+//   add(matmul(a, b), bias)          -> matmul_epilogue(a, b, bias) {activation="none"}
+//   relu|gelu|gelu_tanh(matmul...)   -> matmul_epilogue(...) {activation=<op>}
+//   relu(conv2d(...) | conv2d_fused) -> conv2d_fused(...) {relu=true}
+// bias is 1-D over the product's last dim (a linear layer's bias); a or b of
+// rank 1 is left alone. The product must feed only the fused op and not be a
+// graph output, and everything is f32, f16 or bf16. The CPU kernels of the
+// fused ops round like the unfused graph (epilogue_kernels.cpp), so CPU
+// results do not change. Runs before fuse_elementwise, which would otherwise
+// take the add and the activation into an elementwise group.
+#include "ops/op_def.h"
+#include "passes/passes.h"
+
+namespace kiln {
+
+namespace {
+
+bool float_type(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
+
+// The producer of `v` when `v` feeds only one node and is not a graph output.
+Node* sole_producer(const Graph& graph, const Value* v) {
+  if (v->producer == nullptr || v->users.size() != 1 || graph.is_graph_output(v)) return nullptr;
+  return v->producer;
+}
+
+bool plain_product(const Node* p) {
+  if (p == nullptr || (p->op->name != "matmul" && p->op->name != "matmul_epilogue")) return false;
+  if (!float_type(p->outputs[0]->type.dtype)) return false;
+  if (p->inputs[0]->type.rank() < 2 || p->inputs[1]->type.rank() < 2) return false;
+  return p->op->name == "matmul" || p->attrs.get_string("activation") == "none";
+}
+
+// Replaces `tail` (and the product it consumes) by one node of `op`.
+void replace(Graph& graph, Node* product, Node* tail, const OpDef& op, std::vector<Value*> inputs, Attrs attrs) {
+  Node* fused = graph.add_node(op, std::move(inputs), std::move(attrs), "", tail);
+  Value* out = tail->outputs[0];
+  const std::string name = out->name, node_name = tail->name;
+  graph.replace_all_uses(out, fused->outputs[0]);
+  graph.erase_node(tail);
+  graph.erase_node(product);
+  graph.rename(fused->outputs[0], name);
+  fused->name = node_name;
+}
+
+bool fuse_bias(Graph& graph, Node* add) {
+  for (size_t i = 0; i < 2; ++i) {
+    Node* p = sole_producer(graph, add->inputs[i]);
+    Value* bias = add->inputs[1 - i];
+    if (!plain_product(p) || p->inputs.size() > 2) continue;
+    const TensorType& out = p->outputs[0]->type;
+    if (bias->type.rank() != 1 || bias->type.dims[0] != out.dims.back() || bias->type.dtype != out.dtype) continue;
+    if (add->outputs[0]->type.dims != out.dims) continue;
+    Attrs attrs;
+    attrs.set("activation", std::string("none"));
+    replace(graph, p, add, get_op("matmul_epilogue"), {p->inputs[0], p->inputs[1], bias}, attrs);
+    return true;
+  }
+  return false;
+}
+
+bool fuse_activation(Graph& graph, Node* act) {
+  Node* p = sole_producer(graph, act->inputs[0]);
+  if (p == nullptr || p->outputs[0]->type.dtype != act->outputs[0]->type.dtype) return false;
+  if (plain_product(p)) {
+    Attrs attrs;
+    attrs.set("activation", act->op->name);
+    replace(graph, p, act, get_op("matmul_epilogue"), p->inputs, attrs);
+    return true;
+  }
+  const bool conv = p->op->name == "conv2d" || (p->op->name == "conv2d_fused" && !p->attrs.get_bool("relu"));
+  if (act->op->name != "relu" || !conv || !float_type(p->outputs[0]->type.dtype)) return false;
+  Attrs attrs = p->attrs;
+  attrs.set("relu", true);
+  if (!attrs.has("channels_last")) attrs.set("channels_last", false);
+  replace(graph, p, act, get_op("conv2d_fused"), p->inputs, attrs);
+  return true;
+}
+
+bool fuse_one(Graph& graph) {
+  for (Node* node : graph.nodes()) {
+    const std::string& op = node->op->name;
+    if (op == "add" && fuse_bias(graph, node)) return true;
+    if ((op == "relu" || op == "gelu" || op == "gelu_tanh") && fuse_activation(graph, node)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool fuse_epilogues(Graph& graph) {
+  bool changed = false;
+  while (fuse_one(graph)) changed = true;
+  return changed;
+}
+
+}  // namespace kiln

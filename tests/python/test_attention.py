@@ -1,0 +1,304 @@
+"""Attention through kiln's `attention` op: every SDPA form (plain, causal,
+bool and additive masks, explicit scale, grouped-query heads) compiled with
+backend="kiln" and compared with eager, with kiln.explain showing that the
+attention became one `attention` op (the fuse_attention pass on CPU, where
+core ATen decomposes SDPA into bmm/softmax/bmm) and that nothing fell back.
+Every SDPA overload (including the CUDA-only ones, whose adapters are
+exercised on CPU through hand-built ATen graphs), BERT- and GPT-2-like
+blocks, and on a GPU the flash kernel over dtypes, head dims and lengths."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kiln
+from kiln.dynamo_backend import kiln_backend
+
+from conftest import assert_close, cuda_available
+
+aten = torch.ops.aten
+f16, bf16, f32 = torch.float16, torch.bfloat16, torch.float32
+# Attention sums over keys; low-precision tolerances a bit above conftest's elementwise ones.
+TOL = {f32: dict(atol=2e-4, rtol=2e-4), f16: dict(atol=3e-2, rtol=3e-2), bf16: dict(atol=1e-1, rtol=8e-2)}
+
+
+def _qkv(b, h, sq, sk, e, dtype, device="cpu", hk=None, ev=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, sq, e, generator=g)
+    k = torch.randn(b, hk or h, sk, e, generator=g)
+    v = torch.randn(b, hk or h, sk, ev or e, generator=g)
+    return [t.to(device, dtype) for t in (q, k, v)]
+
+
+def _compile_and_report(fn, inputs):
+    reports = []
+    compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=reports))
+    with torch.no_grad():
+        got = compiled(*inputs)
+    return got, kiln.report.Report(reports)
+
+
+def _kiln_ops(report):
+    """Op counts of the kernels the compiled (optimized) kiln graphs run, after fuse_attention."""
+    ops = {}
+    for g in report.graphs:
+        for region in g.region_modules:
+            for op in re.findall(r"= (\w+)\(", region.exe.describe()):
+                ops[op] = ops.get(op, 0) + 1
+    return ops
+
+
+def _check_fused(report, expect_attention=1):
+    assert not report.fallbacks, str(report)
+    ops = _kiln_ops(report)
+    assert ops.get("attention", 0) == expect_attention, f"kiln ops {ops}\n{report}"
+    assert "softmax" not in ops, f"softmax left unfused: {ops}"
+
+
+# ---- the decomposed SDPA forms on CPU (fuse_attention) -------------------------------------
+
+FORMS = {
+    "plain": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v), None),
+    "causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), None),
+    "scale": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3), None),
+    "bool_mask": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), "bool"),
+    "bool_mask_per_batch": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), "bool4"),
+    "float_mask": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), "float"),
+    "gqa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True), "gqa"),
+}
+
+
+def _form_inputs(kind, dtype):
+    hk = 2 if kind == "gqa" else None
+    q, k, v = _qkv(2, 4, 9, 11, 16, dtype, hk=hk)
+    g = torch.Generator().manual_seed(1)
+    if kind == "bool":
+        return [q, k, v, torch.rand(9, 11, generator=g) < 0.7]
+    if kind == "bool4":
+        return [q, k, v, torch.rand(2, 1, 9, 11, generator=g) < 0.7]
+    if kind == "float":
+        return [q, k, v, torch.randn(9, 11, generator=g).to(dtype)]
+    return [q, k, v]
+
+
+@pytest.mark.parametrize("dtype", [f32, f16, bf16], ids=str)
+@pytest.mark.parametrize("form", list(FORMS))
+def test_sdpa_forms_fuse_on_cpu(form, dtype):
+    fn, kind = FORMS[form]
+    inputs = _form_inputs(kind, dtype)
+    with torch.no_grad():
+        expected = fn(*inputs)
+    got, report = _compile_and_report(fn, inputs)
+    assert_close(got, expected, dtype, **TOL[dtype])
+    _check_fused(report)
+
+
+def test_fully_masked_rows_give_zeros_like_eager():
+    q, k, v = _qkv(1, 2, 4, 5, 8, f32)
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    mask[2] = False
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
+    with torch.no_grad():
+        expected = fn(q, k, v, mask)
+    got, report = _compile_and_report(fn, [q, k, v, mask])
+    assert_close(got, expected, f32)
+    assert torch.equal(got[:, :, 2], torch.zeros_like(got[:, :, 2]))
+    _check_fused(report)
+
+
+def test_plain_softmax_attention_fuses_with_its_scale():
+    fn = lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.25, -1) @ v  # noqa: E731
+    q, k, v = _qkv(2, 3, 5, 7, 8, f32, ev=4)
+    with torch.no_grad():
+        expected = fn(q, k, v)
+    got, report = _compile_and_report(fn, [q, k, v])
+    assert_close(got, expected, f32)
+    _check_fused(report)
+
+
+def test_attention_weights_used_elsewhere_are_not_fused():
+    """When the probabilities are an output too, fusing would compute them twice: kiln keeps bmm/softmax."""
+    def fn(q, k, v):
+        p = torch.softmax(q @ k.transpose(-1, -2), -1)
+        return p @ v, p
+
+    q, k, v = _qkv(1, 2, 5, 7, 8, f32)
+    with torch.no_grad():
+        expected = fn(q, k, v)
+    got, report = _compile_and_report(fn, [q, k, v])
+    assert_close(got, expected, f32)
+    assert "attention" not in _kiln_ops(report)
+
+
+# ---- every SDPA overload, as an ATen graph built directly -------------------------------------
+
+# overload -> (call, index of the attention output). Masks go by each schema's name.
+OVERLOADS = {
+    "scaled_dot_product_attention": lambda q, k, v, m, causal: aten.scaled_dot_product_attention.default(
+        q, k, v, attn_mask=m, is_causal=causal),
+    "_scaled_dot_product_attention_math": lambda q, k, v, m, causal: aten._scaled_dot_product_attention_math.default(
+        q, k, v, attn_mask=m, is_causal=causal)[0],
+    "_scaled_dot_product_flash_attention_for_cpu": lambda q, k, v, m, causal: (
+        aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, is_causal=causal, attn_mask=m)[0]),
+    "_scaled_dot_product_flash_attention": lambda q, k, v, m, causal: aten._scaled_dot_product_flash_attention.default(
+        q, k, v, is_causal=causal)[0],
+    "_scaled_dot_product_efficient_attention": lambda q, k, v, m, causal: (
+        aten._scaled_dot_product_efficient_attention.default(q, k, v, m, False, is_causal=causal)[0]),
+    "_scaled_dot_product_cudnn_attention": lambda q, k, v, m, causal: aten._scaled_dot_product_cudnn_attention.default(
+        q, k, v, m, False, is_causal=causal)[0],
+    "_scaled_dot_product_fused_attention_overrideable": lambda q, k, v, m, causal: (
+        aten._scaled_dot_product_fused_attention_overrideable.default(q, k, v, m, is_causal=causal)[0]),
+}
+MASKED = {"scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+          "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+          "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable"}
+
+
+def _compile_direct(fn, inputs):
+    """Builds fn's ATen graph as written (shapes from fake tensors: the CUDA-only overloads have no CPU
+    kernel) and compiles it the way the Dynamo backend compiles an ATen graph."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    from kiln.compile_fx import compile_fx_graph
+    from kiln.options import Options
+
+    gm = torch.fx.symbolic_trace(fn)
+    FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*inputs)
+    module, report = compile_fx_graph(gm, set(), torch.device("cpu"), Options())
+    return module, kiln.report.Report([report])
+
+
+@pytest.mark.parametrize("mask", ["none", "bool", "float", "causal"])
+@pytest.mark.parametrize("overload", list(OVERLOADS))
+def test_every_sdpa_overload_maps_to_attention(overload, mask):
+    if mask in ("bool", "float") and overload not in MASKED:
+        pytest.skip("this overload takes no mask")
+    if mask == "bool" and overload in ("_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                                       "_scaled_dot_product_fused_attention_overrideable"):
+        pytest.skip("attn_bias is additive")
+    q, k, v = _qkv(2, 3, 6, 10, 8, f32)
+    g = torch.Generator().manual_seed(2)
+    m = {"bool": torch.rand(6, 10, generator=g) < 0.7, "float": torch.randn(2, 1, 6, 10, generator=g)}.get(mask)
+    causal = mask == "causal"
+    call = OVERLOADS[overload]
+    fn = (lambda q, k, v, m: call(q, k, v, m, False)) if m is not None else (lambda q, k, v: call(q, k, v, None, causal))
+    inputs = [q, k, v] + ([m] if m is not None else [])
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal)
+    module, report = _compile_direct(fn, inputs)
+    assert_close(module(*inputs), expected, f32)
+    assert not report.fallbacks, str(report)
+    assert _kiln_ops(report).get("attention") == 1
+
+
+def test_used_logsumexp_falls_back_with_a_reason():
+    fn = lambda q, k, v: aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v)[1] * 2  # noqa: E731
+    q, k, v = _qkv(1, 2, 5, 5, 8, f32)
+    _, report = _compile_direct(fn, [q, k, v])
+    reasons = [d.reason for d in report.fallbacks]
+    assert any("output 1" in r and "not produced by kiln" in r for r in reasons), str(report)
+
+
+def test_dropout_falls_back_with_a_reason():
+    fn = lambda q, k, v: aten.scaled_dot_product_attention.default(q, k, v, dropout_p=0.5)  # noqa: E731
+    q, k, v = _qkv(1, 2, 5, 5, 8, f32)
+    _, report = _compile_direct(fn, [q, k, v])
+    assert any("dropout" in d.reason for d in report.fallbacks), str(report)
+
+
+def test_gqa_through_the_composite_overload():
+    fn = lambda q, k, v: aten.scaled_dot_product_attention.default(q, k, v, enable_gqa=True)  # noqa: E731
+    q, k, v = _qkv(2, 6, 5, 7, 8, f32, hk=3)
+    module, report = _compile_direct(fn, [q, k, v])
+    assert_close(module(q, k, v), F.scaled_dot_product_attention(q, k, v, enable_gqa=True), f32)
+    assert not report.fallbacks, str(report)
+
+
+# ---- BERT- and GPT-2-like blocks on CPU -------------------------------------------------------
+
+
+def _run_block(model, inputs, dtype=f32):
+    with torch.no_grad():
+        expected = model(*inputs)
+    got, report = _compile_and_report(model, inputs)
+    if hasattr(expected, "last_hidden_state"):
+        expected, got = expected.last_hidden_state, got.last_hidden_state
+    assert_close(got, expected, dtype, **TOL[dtype])
+    return report
+
+
+def test_bert_like_block_with_padding_mask():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=1, num_attention_heads=4,
+                                     intermediate_size=128, max_position_embeddings=32)
+    model = transformers.BertModel(config).eval()
+    ids = torch.randint(0, 100, (2, 12))
+    mask = torch.ones(2, 12, dtype=torch.long)
+    mask[1, 8:] = 0  # padding in the second sequence
+    report = _run_block(lambda i, m: model(i, attention_mask=m), [ids, mask])
+    _check_fused(report)
+
+
+def test_gpt2_like_causal_block():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=100, n_positions=32, n_embd=64, n_layer=1, n_head=4)
+    model = transformers.GPT2Model(config).eval()
+    report = _run_block(model, [torch.randint(0, 100, (2, 12))])
+    _check_fused(report)
+
+
+# ---- CUDA: the flash kernel (skipped without a GPU) ----------------------------------------
+
+
+cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [f16, bf16], ids=str)
+@pytest.mark.parametrize("head_dim", [32, 64, 80, 128])
+@pytest.mark.parametrize("seq", [1, 7, 128, 513])
+def test_cuda_flash_attention(seq, head_dim, dtype):
+    causal = seq % 2 == 1  # 1, 7 and 513 causal; 128 not
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    inputs = _qkv(2, 4, seq, seq, head_dim, dtype, device="cuda")
+    with torch.no_grad():
+        expected = fn(*inputs)
+    got, report = _compile_and_report(fn, inputs)
+    assert_close(got, expected, dtype, **TOL[dtype])
+    assert not report.fallbacks, str(report)
+    assert _kiln_ops(report).get("attention") == 1, str(report)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [f16, bf16, f32], ids=str)
+@pytest.mark.parametrize("form", list(FORMS))
+def test_cuda_sdpa_forms(form, dtype):
+    fn, kind = FORMS[form]
+    inputs = [t.cuda() for t in _form_inputs(kind, dtype)]
+    with torch.no_grad():
+        expected = fn(*inputs)
+    got, report = _compile_and_report(fn, inputs)
+    assert_close(got, expected, dtype, **TOL[dtype])
+    assert not report.fallbacks, str(report)
+    assert _kiln_ops(report).get("attention") == 1, str(report)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [f16, bf16], ids=str)
+def test_cuda_gqa_masked_long_keys(dtype):
+    # L != S, a key count past several tiles and not a multiple of 64, an additive per-batch mask, GQA.
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)  # noqa: E731
+    q, k, v = _qkv(2, 8, 70, 300, 64, dtype, device="cuda", hk=2)
+    m = torch.randn(2, 1, 70, 300, device="cuda", dtype=dtype)
+    with torch.no_grad():
+        expected = fn(q, k, v, m)
+    got, report = _compile_and_report(fn, [q, k, v, m])
+    assert_close(got, expected, dtype, **TOL[dtype])
+    assert not report.fallbacks, str(report)

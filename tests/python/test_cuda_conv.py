@@ -1,0 +1,205 @@
+"""Convolutions (cuDNN), pooling, batch norm and GEMM epilogues (cuBLASLt) on
+CUDA against eager in f32/f16/bf16, the NHWC layout pass, and torchvision
+CNNs in fp16 with no convolution left to PyTorch. The CUDA tests skip without
+a GPU and kiln's CUDA backend; the CPU tests check that the IR forms the new
+passes make (conv2d_fused, channels-last pools, matmul_epilogue) give the
+same results on the CPU reference."""
+
+import contextlib
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kiln
+from conftest import assert_close, cuda_available
+from kiln import _kiln
+from kiln.dynamo_backend import kiln_backend
+
+needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+IR_DIR = Path(__file__).resolve().parents[1] / "ir"
+
+
+@contextlib.contextmanager
+def no_tf32():
+    """Eager without TF32, like kiln (TF32 only where torch allows it; kiln never enables it yet)."""
+    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+
+
+def compile_cuda(model, inputs, dtype, atol_scale=False):
+    """Compiles with kiln on CUDA, compares with eager, returns the fallback decisions."""
+    reports = []
+    compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+    with no_tf32(), torch.inference_mode():
+        expected = model(*inputs)
+        got = compiled(*inputs)
+        torch.cuda.synchronize()
+    overrides = {}
+    if atol_scale:  # deep fp16 nets: tolerance relative to the output's scale
+        overrides["atol"] = 3e-2 * max(1.0, expected.abs().max().item())
+    assert_close(got, expected, dtype=dtype, **overrides)
+    assert any(r.lowered for r in reports)
+    return [d for r in reports for d in r.fallbacks]
+
+
+# ---- CPU: the new IR forms keep the reference's results ----------------------
+
+
+def run_cpu(graph, inputs, weights):
+    exe = kiln.compile_graph(graph)
+    for key, w in weights.items():
+        exe.bind_weight(key, w)
+    outs = [torch.empty(shape, dtype=getattr(torch, {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[dt]))
+            for dt, shape, _ in exe.output_types()]
+    exe.run(inputs, outs)
+    return outs, exe._native.graph_text()
+
+
+@pytest.mark.parametrize("case", ["residual_block", "boundaries"])
+def test_choose_layout_keeps_cpu_results(case):
+    text = (IR_DIR / "choose_layout" / f"{case}.before.txt").read_text()
+    plain = kiln.Graph.parse(text)
+    nhwc = kiln.Graph.parse(text)
+    assert _kiln.choose_layout(nhwc)
+    assert "channels_last=true" in nhwc.text()
+    torch.manual_seed(0)
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+    inputs, weights = [], {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] in ("input", "weight"):
+            dtype, shape = parts[3].split("[")
+            t = torch.randn([int(s) for s in shape.rstrip("]").split(",")]).to(dt[dtype])
+            if parts[0] == "input":
+                inputs.append(t)
+            else:
+                weights[parts[1].lstrip("%")] = t
+    want, _ = run_cpu(plain, inputs, weights)
+    got, program = run_cpu(nhwc, inputs, weights)
+    assert "channels_last=true" in program
+    for g, w in zip(got, want):
+        assert_close(g, w)
+
+
+def test_matmul_epilogue_on_cpu_matches_unfused():
+    rng = np.random.default_rng(0)
+    g = kiln.Graph()
+    x = g.input("x", "f32", [5, 8])
+    w = g.weight("w", "f32", [16, 8])
+    b = g.weight("b", "f32", [16])
+    y = g.op("matmul", [x, g.op("permute", [w], {"dims": [1, 0]})[0]])[0]
+    g.set_outputs([g.op("gelu", [g.op("add", [y, b])[0]])[0]])
+    exe = kiln.compile_graph(g)
+    assert "matmul_epilogue" in exe._native.graph_text()
+    xs, ws, bs = (rng.standard_normal(s, dtype=np.float32) for s in [(5, 8), (16, 8), (16,)])
+    exe.bind_weight("w", ws)
+    exe.bind_weight("b", bs)
+    (out,) = exe(xs)
+    want = F.gelu(torch.from_numpy(xs) @ torch.from_numpy(ws).T + torch.from_numpy(bs)).numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+# ---- CUDA: convolution variants, pooling, batch norm, epilogues --------------
+
+CONV_CASES = {
+    "plain": dict(cin=8, cout=16, k=3),
+    "bias_relu": dict(cin=8, cout=16, k=3, padding=1, relu=True),
+    "stride_pad": dict(cin=6, cout=10, k=3, stride=2, padding=1),
+    "dilation": dict(cin=4, cout=8, k=3, dilation=2, padding=2),
+    "groups": dict(cin=8, cout=12, k=3, groups=4, padding=1),
+    "depthwise": dict(cin=16, cout=16, k=3, groups=16, padding=1, relu=True),
+    "pointwise": dict(cin=32, cout=24, k=1, bias=False),
+    "rect": dict(cin=3, cout=8, k=(5, 3), stride=(2, 1), padding=(2, 0)),
+}
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", list(CONV_CASES))
+def test_conv_matches_eager(case, dtype):
+    c = dict(CONV_CASES[case])
+    relu, bias = c.pop("relu", False), c.pop("bias", True)
+    cin, cout, k = c.pop("cin"), c.pop("cout"), c.pop("k")
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(cin, cout, k, bias=bias, **c)
+    model = (torch.nn.Sequential(conv, torch.nn.ReLU()) if relu else conv).to("cuda", dtype).eval()
+    x = torch.randn(2, cin, 13, 11, device="cuda", dtype=dtype)
+    assert compile_cuda(model, [x], dtype) == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "pool",
+    [
+        lambda x: F.max_pool2d(x, 3, stride=2, padding=1),
+        lambda x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=2, ceil_mode=True),
+        lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
+        lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False, ceil_mode=True),
+        lambda x: F.avg_pool2d(x, 2, divisor_override=3),
+        lambda x: F.adaptive_avg_pool2d(x, 1),
+        lambda x: F.adaptive_avg_pool2d(x, (3, 2)),
+    ],
+    ids=["max", "max_dilated_ceil", "avg", "avg_no_pad_ceil", "avg_divisor", "global_avg", "adaptive"],
+)
+@pytest.mark.parametrize("after_conv", [False, True], ids=["alone", "after_conv"])
+def test_pool_matches_eager(pool, dtype, after_conv):
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(4, 6, 3, padding=1).to("cuda", dtype)
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            # after a convolution, f16/bf16 pools run channels-last in the conv chain
+            return pool(conv(x) if after_conv else x)
+
+    x = torch.randn(2, 4, 11, 9, device="cuda", dtype=dtype)
+    assert compile_cuda(Net().eval(), [x], dtype) == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batch_norm_matches_eager(dtype):
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(6)
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    model = torch.nn.Sequential(torch.nn.ReLU(), bn).to("cuda", dtype).eval()  # no conv to fold into
+    x = torch.randn(3, 6, 7, 5, device="cuda", dtype=dtype)
+    assert compile_cuda(model, [x], dtype) == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", [None, torch.nn.ReLU, torch.nn.GELU, functools.partial(torch.nn.GELU, "tanh")],
+                         ids=["bias", "relu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "batched"])
+def test_linear_epilogue_matches_eager(dtype, act, shape):
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(64, 96)] + ([act()] if act else [])
+    model = torch.nn.Sequential(*layers).to("cuda", dtype).eval()
+    x = torch.randn(*shape, device="cuda", dtype=dtype)
+    assert compile_cuda(model, [x], dtype) == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small"])
+def test_torchvision_fp16_has_no_conv_fallbacks(name):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)().to("cuda", torch.float16).eval()
+    x = torch.randn(2, 3, 128, 128, device="cuda", dtype=torch.float16)
+    fallbacks = compile_cuda(model, [x], torch.float16, atol_scale=True)
+    convs = [d for d in fallbacks if "conv" in d.target]
+    assert convs == [], "\n".join(f"{d.target}: {d.reason}" for d in convs)
