@@ -27,6 +27,7 @@
 #include "passes/weight_folds.h"
 #include "runtime/backend.h"
 #include "runtime/artifact_reader.h"
+#include "runtime/allocator.h"
 #include "runtime/artifact_writer.h"
 #include "runtime/executable.h"
 #include "support/error.h"
@@ -520,6 +521,9 @@ NB_MODULE(_kiln, m) {
       .def("__str__", [](PyGraph& g) { return print_graph(*g.graph); });
 
   m.def("aten_targets", &aten_targets, "ATen overloads kiln can lower, sorted.");
+  m.def("set_host_memory_limit", &set_host_memory_limit, nb::arg("bytes"),
+        "Caps the host memory kiln's CPU allocator may hold at once (0: no cap); for fault-injection tests.");
+  m.def("host_memory_in_use", &host_memory_in_use, "Bytes kiln's CPU allocator holds now, process-wide.");
   m.def("has_cuda", [] { return cuda_available(); },
         "Whether the CUDA backend plugin loads and sees at least one device.");
   m.def("cuda_unavailable_reason", [] {

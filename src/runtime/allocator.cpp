@@ -2,6 +2,7 @@
 #include "runtime/allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 
@@ -9,15 +10,37 @@
 
 namespace kiln {
 
+namespace {
+std::atomic<size_t> host_in_use{0};
+std::atomic<size_t> host_limit{0};
+}  // namespace
+
+void set_host_memory_limit(size_t bytes) { host_limit.store(bytes); }
+
+size_t host_memory_in_use() { return host_in_use.load(); }
+
 DeviceBuffer CpuAllocator::allocate(size_t bytes, size_t alignment) {
   KILN_CHECK(alignment > 0 && (alignment & (alignment - 1)) == 0, "allocator: alignment must be a power of two, got ",
              alignment);
   if (bytes == 0) return DeviceBuffer();
   alignment = std::max(alignment, sizeof(void*));
   size_t rounded = (bytes + alignment - 1) / alignment * alignment;  // aligned_alloc needs a multiple
+  const size_t held = host_in_use.fetch_add(rounded) + rounded;
+  const size_t limit = host_limit.load();
+  if (limit != 0 && held > limit) {
+    host_in_use.fetch_sub(rounded);
+    fail(ErrorKind::out_of_memory, "allocator: cannot allocate ", bytes, " bytes of host memory: kiln's host memory limit is ",
+         limit, " bytes and ", held - rounded, " are in use");
+  }
   void* p = std::aligned_alloc(alignment, rounded);
-  if (p == nullptr) fail(ErrorKind::out_of_memory, "allocator: cannot allocate ", bytes, " bytes of host memory");
-  return DeviceBuffer(p, bytes, device(), [](void* q) { std::free(q); });
+  if (p == nullptr) {
+    host_in_use.fetch_sub(rounded);
+    fail(ErrorKind::out_of_memory, "allocator: cannot allocate ", bytes, " bytes of host memory");
+  }
+  return DeviceBuffer(p, bytes, device(), [rounded](void* q) {
+    std::free(q);
+    host_in_use.fetch_sub(rounded);
+  });
 }
 
 DeviceBuffer CallbackAllocator::allocate(size_t bytes, size_t alignment) {

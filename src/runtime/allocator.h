@@ -57,12 +57,21 @@ class Allocator {
   virtual DeviceBuffer allocate(size_t bytes, size_t alignment) = 0;
 };
 
-// Host memory from the C library's aligned allocation; thread-safe, stateless.
+// Host memory from the C library's aligned allocation; thread-safe. Counts
+// the bytes it has handed out and not yet freed (process-wide), and refuses
+// an allocation past the host memory limit with an out_of_memory error.
 class CpuAllocator final : public Allocator {
  public:
   Device device() const override { return Device{DeviceKind::cpu, 0}; }
   DeviceBuffer allocate(size_t bytes, size_t alignment) override;
 };
+
+// Caps the host memory kiln's CPU allocator may hold at once (0: no cap, the
+// default). Lets tests inject out-of-memory faults at any point of a compile
+// or a call; memory already held is not affected.
+void set_host_memory_limit(size_t bytes);
+// Bytes the CPU allocator has handed out and not yet freed, process-wide.
+size_t host_memory_in_use();
 
 // Forwards to a function (the Python layer passes one that allocates from
 // torch's caching allocator, so torch's memory statistics include kiln).
