@@ -19,6 +19,7 @@
 #include "backends/cpu/kernel_registry.h"
 #include "ir/literal.h"
 #include "ops/broadcast.h"
+#include "ops/fused_compute.h"
 #include "ops/op_def.h"
 
 namespace kiln::cpu::internal {
@@ -148,36 +149,10 @@ std::unique_ptr<CpuKernel> build(const Node& node, std::string* reason) {
 }
 
 std::unique_ptr<CpuKernel> make_fused(const Node& node, std::string* reason) {
-  if (node.body == nullptr) {
-    *reason = "fused node without a body";
-    return nullptr;
-  }
-  const Graph& body = *node.body;
-  if (body.inputs().size() != node.inputs.size() || body.outputs().size() != node.outputs.size() ||
-      node.outputs.empty()) {
-    *reason = "fused node's inputs or outputs do not match its body";
-    return nullptr;
-  }
-  for (const Value* v : node.outputs)
-    if (v->type.dims != node.outputs[0]->type.dims) {
-      *reason = "fused node's outputs have different dims";
-      return nullptr;
-    }
-  bool f64 = false, floating = false, integer = false;
-  auto note = [&](DType d) {
-    f64 = f64 || d == DType::f64;
-    floating = floating || is_floating(d);
-    integer = integer || is_integral(d);
-  };
-  for (const Value* v : body.inputs()) note(v->type.dtype);
-  for (const Value* v : body.literals()) note(v->type.dtype);
-  for (const Node* n : body.nodes()) note(n->outputs.at(0)->type.dtype);
-  if (floating && integer) {
-    *reason = "fused body mixes integer and floating dtypes";
-    return nullptr;
-  }
-  if (f64) return build<double>(node, reason);
-  if (floating) return build<float>(node, reason);
+  const auto compute = fused_compute_type(node, reason);
+  if (!compute) return nullptr;
+  if (*compute == FusedCompute::f64) return build<double>(node, reason);
+  if (*compute == FusedCompute::f32) return build<float>(node, reason);
   return build<int64_t>(node, reason);
 }
 

@@ -15,6 +15,7 @@
 
 #include "ir/literal.h"
 #include "ops/broadcast.h"
+#include "ops/fused_compute.h"
 #include "ops/op_def.h"
 #include "support/error.h"
 
@@ -199,32 +200,11 @@ bool is_linear(const Dims& dims, const Dims& strides) {
 const char* scalar_math_header_text() { return kScalarMathText; }
 
 std::optional<FusedSource> generate_fused_source(const Node& node, std::string* reason) {
-  if (node.body == nullptr || node.outputs.empty() || node.body->inputs().size() != node.inputs.size() ||
-      node.body->outputs().size() != node.outputs.size()) {
-    *reason = "fused node's inputs or outputs do not match its body";
-    return std::nullopt;
-  }
+  const auto compute = fused_compute_type(node, reason);
+  if (!compute) return std::nullopt;
   const Graph& body = *node.body;
   const Dims& dims = node.outputs[0]->type.dims;
-  for (const Value* v : node.outputs)
-    if (v->type.dims != dims) {
-      *reason = "fused node's outputs have different dims";
-      return std::nullopt;
-    }
-  // The compute type: the CPU fused kernel's rule.
-  bool f64 = false, floating = false, integer = false;
-  auto note = [&](DType d) {
-    f64 = f64 || d == DType::f64;
-    floating = floating || is_floating(d);
-    integer = integer || is_integral(d);
-  };
-  for (const Value* v : body.inputs()) note(v->type.dtype);
-  for (const Value* v : body.literals()) note(v->type.dtype);
-  for (const Node* n : body.nodes()) note(n->outputs.at(0)->type.dtype);
-  if (floating && integer) {
-    *reason = "fused body mixes integer and floating dtypes";
-    return std::nullopt;
-  }
+  const bool f64 = *compute == FusedCompute::f64, floating = *compute != FusedCompute::i64;
   const Emit e{f64 ? "double" : floating ? "float" : "long long"};
   const bool integral_compute = !floating;
 
