@@ -4,7 +4,11 @@
 namespace kiln {
 
 std::optional<FusedCompute> fused_compute_type(const Node& node, std::string* reason) {
-  if (node.body == nullptr || node.outputs.empty() || node.body->inputs().size() != node.inputs.size() ||
+  if (node.body == nullptr) {
+    *reason = "fused node without a body";
+    return std::nullopt;
+  }
+  if (node.outputs.empty() || node.body->inputs().size() != node.inputs.size() ||
       node.body->outputs().size() != node.outputs.size()) {
     *reason = "fused node's inputs or outputs do not match its body";
     return std::nullopt;
