@@ -72,12 +72,9 @@ void register_epilogue_ops(OpList& ops) {
   conv.floating_only = true;
   conv.inputs = {"x", "weight", "bias"};
   conv.optional_inputs = 1;
-  conv.attrs = {{"stride", AttrKind::ints, std::vector<int64_t>{1, 1}},
-                {"padding", AttrKind::ints, std::vector<int64_t>{0, 0}},
-                {"dilation", AttrKind::ints, std::vector<int64_t>{1, 1}},
-                {"groups", AttrKind::int_, int64_t{1}},
-                {"relu", AttrKind::bool_, false},
-                {"channels_last", AttrKind::bool_, false}};
+  conv.attrs = conv2d_attrs();
+  conv.attrs.push_back({"relu", AttrKind::bool_, false});
+  conv.attrs.push_back({"channels_last", AttrKind::bool_, false});
   conv.infer = infer_conv2d_fused;
   ops.push_back(std::move(conv));
 

@@ -94,6 +94,13 @@ std::vector<TensorType> infer_conv2d(std::span<const TensorType> in, const Attrs
 
 }  // namespace
 
+std::vector<AttrSpec> conv2d_attrs() {
+  return {{"stride", AttrKind::ints, std::vector<int64_t>{1, 1}},
+          {"padding", AttrKind::ints, std::vector<int64_t>{0, 0}},
+          {"dilation", AttrKind::ints, std::vector<int64_t>{1, 1}},
+          {"groups", AttrKind::int_, int64_t{1}}};
+}
+
 void register_linalg_ops(OpList& ops) {
   OpDef matmul;
   matmul.name = "matmul";
@@ -108,10 +115,7 @@ void register_linalg_ops(OpList& ops) {
   conv.floating_only = true;
   conv.inputs = {"x", "weight", "bias"};
   conv.optional_inputs = 1;
-  conv.attrs = {{"stride", AttrKind::ints, std::vector<int64_t>{1, 1}},
-                {"padding", AttrKind::ints, std::vector<int64_t>{0, 0}},
-                {"dilation", AttrKind::ints, std::vector<int64_t>{1, 1}},
-                {"groups", AttrKind::int_, int64_t{1}}};
+  conv.attrs = conv2d_attrs();
   conv.infer = infer_conv2d;
   // aten.convolution.default only when transposed=False with 2 spatial dims:
   // the frontend checks that before mapping.

@@ -23,4 +23,8 @@ void register_attention_ops(OpList& ops);   // attention
 void register_fused_ops(OpList& ops);       // fused (elementwise group with a body graph)
 void register_epilogue_ops(OpList& ops);    // conv2d_fused, matmul_epilogue (made by passes)
 
+// The attributes of a 2-D convolution (stride, padding, dilation, groups), shared by
+// conv2d and the conv2d_fused op the epilogue pass makes from it.
+std::vector<AttrSpec> conv2d_attrs();
+
 }  // namespace kiln::ops_internal
