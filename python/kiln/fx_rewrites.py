@@ -14,13 +14,7 @@ import math
 import torch
 import torch.fx as fx
 
-
-def _contiguous_strides(shape):
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return list(reversed(strides))
+from kiln.fx_import import contiguous_strides
 
 
 def _as_strided_is_view(node: fx.Node) -> bool:
@@ -34,7 +28,7 @@ def _as_strided_is_view(node: fx.Node) -> bool:
         return False
     if offset is not None and offset != val.storage_offset():
         return False
-    return all(s == c for n, s, c in zip(size, stride, _contiguous_strides(size)) if n > 1)
+    return all(s == c for n, s, c in zip(size, stride, contiguous_strides(size)) if n > 1)
 
 
 def rewrite_as_strided_views(gm: fx.GraphModule) -> int:
