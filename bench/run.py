@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 HERE = pathlib.Path(__file__).parent
 BACKENDS = ["eager", "inductor", "reduce-overhead", "kiln"]
@@ -28,14 +30,35 @@ def environment() -> str:
     return f"{datetime.date.today()}, {gpu}, driver {driver}, torch {torch.__version__}, CUDA {torch.version.cuda}"
 
 
-def measure(backend: str, workload: str, timeout: int) -> dict:
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "run_one.py"), backend, workload], capture_output=True, text=True, timeout=timeout
-    )
+def measure_once(backend: str, workload: str, timeout: int, env=None) -> dict:
+    try:
+        proc = subprocess.run([sys.executable, str(HERE / "run_one.py"), backend, workload], capture_output=True,
+                              text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"backend": backend, "workload": workload, "error": f"timed out after {timeout} s"}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         return {"backend": backend, "workload": workload, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(lines[-1])
+
+
+def measure(backend: str, workload: str, timeout: int) -> dict:
+    """kiln runs twice on a fresh kernel cache: the first compile is cold (NVRTC runs), the second warm."""
+    if backend != "kiln":
+        return measure_once(backend, workload, timeout)
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-cache-") as cache:
+        env = dict(os.environ, KILN_CACHE_DIR=cache)
+        cold = measure_once(backend, workload, timeout, env)
+        warm = measure_once(backend, workload, timeout, env)
+    if "error" not in cold and "error" not in warm:
+        cold["compile_s_warm"] = warm["compile_s"]
+    return cold
+
+
+def compile_text(r: dict) -> str:
+    if "compile_s_warm" in r:
+        return f"{r['compile_s']:.2f} cold, {r['compile_s_warm']:.2f} warm"
+    return f"{r['compile_s']:.2f}"
 
 
 def table(results: list[dict]) -> str:
@@ -46,7 +69,7 @@ def table(results: list[dict]) -> str:
             rows.append(f"| {r['workload']} | {r['backend']} | error: {r['error'][:80]} | | | | |")
         else:
             rows.append(
-                f"| {r['workload']} | {r['backend']} | {r['median_ms']:.3f} | {r['compile_s']:.2f} | "
+                f"| {r['workload']} | {r['backend']} | {r['median_ms']:.3f} | {compile_text(r)} | "
                 f"{r['peak_over_eager_mib']:.0f} | {r['after_over_eager_mib']:.0f} | {r['max_abs_diff']:.3g} |"
             )
     return "\n".join(rows)
@@ -60,13 +83,21 @@ def main() -> None:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
     parser.add_argument("--timeout", type=int, default=300)
+    parser.add_argument("--json", help="also append each result to this file as one JSON line")
+    parser.add_argument("--merge", action="append", default=[],
+                        help="JSON-lines file of earlier results (same machine) to put in the table too")
     args = parser.parse_args()
-    results = []
+    results = [json.loads(line) for path in args.merge for line in pathlib.Path(path).read_text().splitlines() if line]
     for workload in args.workloads.split(","):
         for backend in args.backends.split(","):
             r = measure(backend, workload, args.timeout)
             print(json.dumps(r), flush=True)
             results.append(r)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+    order = {(w, b): i for i, (w, b) in enumerate((w, b) for w in WORKLOADS for b in BACKENDS)}
+    results.sort(key=lambda r: order.get((r["workload"], r["backend"]), len(order)))
     text = f"# Benchmarks\n\nMeasured {environment()} by `python bench/run.py`.\n\n{table(results)}\n"
     pathlib.Path(args.out).write_text(text)
     print(table(results))

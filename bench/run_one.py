@@ -39,6 +39,20 @@ def first_tensor(out):
     return out.last_hidden_state
 
 
+def kiln_stage_seconds(compile_s: float) -> dict:
+    """Where kiln's first call went: seconds between its stages, summed over graphs; "torch" is the rest
+    (Dynamo tracing, AOT autograd, guards)."""
+    import kiln
+
+    spent: dict = {}
+    for trace in kiln.memory_report().traces:
+        for before, stage in zip(trace.stages, trace.stages[1:]):
+            spent[stage.name] = spent.get(stage.name, 0.0) + stage.seconds - before.seconds
+    spent = {name: round(s, 3) for name, s in spent.items()}
+    spent["torch"] = round(compile_s - sum(spent.values()), 3)
+    return spent
+
+
 def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict:
     torch.manual_seed(0)
     model, inputs = WORKLOADS[workload]()
@@ -66,7 +80,9 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             end.synchronize()
             times.append(start.elapsed_time(end))
         diff = (out.float() - reference).abs().max().item()
+    extra = {"kiln_stage_s": kiln_stage_seconds(compile_s)} if backend == "kiln" else {}
     return {
+        **extra,
         "backend": backend, "workload": workload, "median_ms": statistics.median(times),
         "compile_s": compile_s, "peak_over_eager_mib": peak / 2**20, "after_over_eager_mib": after / 2**20,
         "max_abs_diff": diff,

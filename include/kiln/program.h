@@ -6,10 +6,14 @@
 //   std::vector<kiln::Tensor> outputs = program.run({kiln::TensorRef{x.data(), kiln::ElementType::f32, {1, 16}}});
 //
 // Tensors cross as a pointer plus shape plus element type (TensorRef; strides
-// in elements, empty for contiguous); the caller owns that memory. Errors are
-// thrown as exceptions derived from std::runtime_error (kiln::Error inside
-// kiln), with a message that names the input, weight or part of the file at
-// fault; a damaged file is reported, never crashes the process.
+// in elements, empty for contiguous); the caller owns that memory. On CUDA,
+// run(inputs) takes and returns host memory (staged through the device, the
+// convenient path), while run(inputs, outputs) and bind_weight take memory on
+// the program's device (the fast path; allocate, upload and download help
+// with it). Errors are thrown as exceptions derived from std::runtime_error
+// (kiln::Error inside kiln), with a message that names the input, weight or
+// part of the file at fault; a damaged file is reported, never crashes the
+// process.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +47,21 @@ struct TensorInfo {
   std::vector<int64_t> strides;
   int64_t numel() const;
   size_t nbytes() const;  // contiguous
+};
+
+// Memory on a program's device (Program::allocate; host memory for a cpu
+// program), freed when the last copy of this handle goes.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  friend class Program;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  std::shared_ptr<void> owner_;
 };
 
 // A contiguous tensor that owns its bytes (run's results).
@@ -79,8 +98,8 @@ struct FileInfo {
 
 class Program {
  public:
-  // Maps the file, checks it and prepares it to run on the CPU. Weights stored
-  // in the file are used in place (mapped, not copied).
+  // Maps the file, checks it and prepares it to run on options.device. On the
+  // CPU, weights stored in the file are used in place (mapped, not copied).
   static Program load(const std::string& path, const LoadOptions& options = {});
   Program(Program&&) noexcept;
   Program& operator=(Program&&) noexcept;
@@ -93,21 +112,39 @@ class Program {
   std::vector<std::string> unbound_weights() const;
   // Whether a weight's data came from the file (false: it must be bound).
   bool weight_stored(const std::string& name) const;
-  // Binds a weight by its name (or key) to the caller's memory, which must
-  // stay alive and unchanged-in-shape while the program may run.
+  // Binds a weight by its name (or key) to the caller's memory on the
+  // program's device, which must stay alive and unchanged-in-shape while the
+  // program may run.
   void bind_weight(const std::string& name, const TensorRef& tensor);
   // Binds every weight named in a safetensors file (mapped, not copied; the
   // program keeps the mapping). Names are matched as bind_weight's; a tensor
   // whose dtype or shape differs from the weight's is an error naming both;
   // tensors the program does not read are ignored. Returns how many were bound.
   size_t bind_safetensors(const std::string& path);
-  // Runs one call writing into the caller's contiguous output buffers.
+  // The fast path: runs one call on inputs in memory on the program's device,
+  // writing into the caller's contiguous output buffers there (host memory for
+  // a cpu program; device memory, e.g. from allocate, for a cuda program). On
+  // CUDA the call is enqueued on the default stream and returns before the
+  // results are ready; download waits for them.
   void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
-  // Runs one call and returns freshly allocated outputs.
+  // The convenient path: runs one call on inputs in HOST memory and returns
+  // the outputs in host memory, whatever the device. On CUDA each call copies
+  // the inputs into fresh device buffers, waits for the results and copies
+  // them back: correct, not fast (use the overload above in a loop).
   std::vector<Tensor> run(std::span<const TensorRef> inputs);
   std::vector<Tensor> run(std::initializer_list<TensorRef> inputs) {
     return run(std::span<const TensorRef>(inputs.begin(), inputs.size()));
   }
+  // Where the program runs: "cpu" or "cuda:N".
+  std::string device() const;
+  // `bytes` of memory on the program's device (aligned to 256 bytes), for the
+  // fast run's inputs and outputs. Throws when the device is out of memory.
+  DeviceMemory allocate(size_t bytes) const;
+  // Copy `bytes` between host memory and memory on the program's device and
+  // return when the copy is done. download first waits until every call made
+  // so far has finished on the device, so it also marks the end of a call.
+  void upload(void* device_dst, const void* host_src, size_t bytes) const;
+  void download(void* host_dst, const void* device_src, size_t bytes) const;
   // The file's metadata and a readable account of the program (kernels and memory plan).
   std::map<std::string, std::string> metadata() const;
   std::string describe() const;

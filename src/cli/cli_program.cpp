@@ -21,10 +21,6 @@ Program load_program(const Args& args) {
   if (options.device != "cpu" && options.device != "cuda" && options.device.rfind("cuda:", 0) != 0)
     throw UsageError("--device is cpu, cuda or cuda:N, got '" + options.device + "'");
   Program program = Program::load(args.positional.at(0), options);
-  if (options.device != "cpu")
-    throw std::runtime_error("the program loads on " + options.device +
-                             ", but the kiln command cannot copy inputs and outputs to and from a GPU yet; "
-                             "run it on cpu, or from C++ or Python");
   for (const std::string& file : args.all("weights")) program.bind_safetensors(file);
   const std::vector<std::string> unbound = program.unbound_weights();
   if (!unbound.empty()) {

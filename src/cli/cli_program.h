@@ -14,7 +14,8 @@
 namespace kiln::cli {
 
 // Loads args.positional[0] on --device, binds --weights, and fails (naming
-// the first few) when weights are still unbound.
+// the first few) when weights are still unbound. Without a usable CUDA
+// device, --device cuda fails with the load error saying why.
 Program load_program(const Args& args);
 
 // The program's inputs: from the .npy files (one per input, in order; dtype

@@ -1,5 +1,6 @@
 // `kiln run FILE`: runs a saved program once on .npy or random inputs and
-// writes each output to OUT/output_<i>.npy.
+// writes each output to OUT/output_<i>.npy. On CUDA the inputs and outputs
+// are staged through device buffers (Program::run's host overload).
 #include <filesystem>
 #include <iostream>
 
@@ -24,7 +25,8 @@ constexpr const char* kUsage =
     "  --weights FILE   a safetensors file holding the weights of a program saved\n"
     "                   without them (may be given more than once)\n"
     "  --seed N         the random inputs' seed (default 0)\n"
-    "  --device DEVICE  cpu (default), cuda or cuda:N\n";
+    "  --device DEVICE  cpu (default), cuda or cuda:N (inputs and outputs are\n"
+    "                   copied to and from the GPU)\n";
 
 }  // namespace
 

@@ -62,6 +62,10 @@ bool lower_precision(Graph& graph, DType from, DType to);
 // one attention node; see fuse_attention.cpp.
 bool fuse_attention(Graph& graph);
 
+// f32 attention on f16/bf16 values widened for it, its result narrowed back,
+// runs in the narrow dtype; see narrow_attention.cpp.
+bool narrow_attention(Graph& graph);
+
 // Bias adds and activations after matmul, ReLU after conv2d, become the
 // fused ops matmul_epilogue and conv2d_fused; see fuse_epilogues.cpp.
 bool fuse_epilogues(Graph& graph);

@@ -15,6 +15,7 @@ const std::vector<PipelineStep>& default_pipeline() {
           {"fold_literals", [](Graph& g) { return fold_literals(g); }},
           {"cse", cse},
           {"fuse_attention", fuse_attention},
+          {"narrow_attention", narrow_attention},
       }),
       single({"fuse_epilogues", fuse_epilogues}),
       single({"fuse_elementwise", fuse_elementwise}),

@@ -1,8 +1,10 @@
 // The artifact writer (Note [Artifact format] in runtime/artifact_format.h):
 // lays out the header, table and sections in memory (all small but the
-// weights), then streams the weights from the executable's bound memory.
+// weights), then streams the weights from the executable's bound memory
+// (through a bounded host staging buffer when that memory is on a device).
 #include "runtime/artifact_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "runtime/artifact_format.h"
+#include "runtime/backend.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 
@@ -23,7 +26,7 @@ using namespace artifact;
 struct Section {
   SectionKind kind;
   std::vector<uint8_t> bytes;                            // small sections
-  std::vector<std::pair<const uint8_t*, uint64_t>> pieces;  // weight data: (source, bytes) at 64-byte steps
+  std::vector<std::pair<const uint8_t*, uint64_t>> pieces;  // weight data: (device source, bytes) at 64-byte steps
   uint64_t size = 0;
   uint64_t offset = 0;
   uint64_t hash = 0;
@@ -32,7 +35,7 @@ struct Section {
 struct WeightToSave {
   std::string key;
   const Value* value;
-  const uint8_t* data;  // null when not saved
+  const uint8_t* data;  // in the executable's device memory; null when not saved
   uint64_t offset = 0, bytes = 0;
 };
 
@@ -56,8 +59,6 @@ std::vector<WeightToSave> collect_weights(const Executable& exe, bool with_data)
       KILN_CHECK(it != bound.end() && it->second != nullptr, "save_artifact: weight '", key,
                  "' is not bound; bind it (or run the program once) before saving with weights, or save "
                  "without weights");
-      KILN_CHECK_KIND(unsupported, exe.device().kind == DeviceKind::cpu, "save_artifact: saving the weights of a ",
-                      to_string(exe.device()), " executable is not supported yet (save without weights)");
       w.data = static_cast<const uint8_t*>(it->second);
       offset = align_up(offset, kWeightAlignment);
       w.offset = offset;
@@ -127,25 +128,57 @@ void write_zeros(std::FILE* f, uint64_t n, const std::string& path) {
   }
 }
 
-}  // namespace
+// Hands the weights' bytes to the host: in place on the CPU; from a device
+// chunk by chunk through one reusable staging buffer of at most kStagingBytes
+// (so a save never holds more than that of the model on the host).
+class WeightReader {
+ public:
+  explicit WeightReader(Device device) : device_(device) {}
 
-// The weight data section's checksum, computed from the weights in place
-// (with the zero padding between them), as the reader will see the bytes.
-static uint64_t weight_data_hash(const Section& s) {
+  // Calls fn(std::span<const uint8_t>) on consecutive host spans covering `bytes` at `data`.
+  template <typename Fn>
+  void read(const uint8_t* data, uint64_t bytes, Fn&& fn) {
+    if (device_.kind == DeviceKind::cpu) {
+      fn(std::span(data, bytes));
+      return;
+    }
+    if (!backend_) backend_ = make_backend(device_);
+    for (uint64_t at = 0; at < bytes;) {
+      const uint64_t n = std::min(bytes - at, kStagingBytes);
+      if (staging_.size() < n) staging_.resize(n);
+      backend_->download(staging_.data(), data + at, n);
+      fn(std::span<const uint8_t>(staging_.data(), n));
+      at += n;
+    }
+  }
+
+ private:
+  static constexpr uint64_t kStagingBytes = uint64_t{64} << 20;
+  Device device_;
+  std::unique_ptr<Backend> backend_;  // made at the first device read
+  std::vector<uint8_t> staging_;
+};
+
+// The weight data section's checksum, computed from the weights where they
+// are bound (with the zero padding between them), as the reader will see the bytes.
+uint64_t weight_data_hash(const Section& s, WeightReader& reader) {
   static const uint8_t zeros[kWeightAlignment] = {};
   Hasher hasher;
   uint64_t at = 0;
   for (const auto& [data, bytes] : s.pieces) {
     uint64_t start = align_up(at, kWeightAlignment);
     hasher.feed(std::span(zeros, start - at));
-    hasher.feed(std::span(data, bytes));
+    reader.read(data, bytes, [&](std::span<const uint8_t> chunk) { hasher.feed(chunk); });
     at = start + bytes;
   }
   return hasher.finish();
 }
 
+}  // namespace
+
 void save_artifact(const Executable& exe, const std::string& path, const ArtifactSaveOptions& options) {
   std::vector<WeightToSave> weights = collect_weights(exe, options.weights);
+  WeightReader reader(exe.device());
 
   ByteWriter meta;
   std::map<std::string, std::string> entries = options.metadata;
@@ -164,7 +197,7 @@ void save_artifact(const Executable& exe, const std::string& path, const Artifac
   sections.push_back(weight_table(weights, options));
   if (options.weights) {
     sections.push_back(weight_data(weights));
-    sections.back().hash = weight_data_hash(sections.back());
+    sections.back().hash = weight_data_hash(sections.back(), reader);
   }
 
   uint64_t offset = kHeaderSize + kTableEntrySize * sections.size();
@@ -211,7 +244,8 @@ void save_artifact(const Executable& exe, const std::string& path, const Artifac
       for (const auto& [data, bytes] : s.pieces) {
         uint64_t start = align_up(local, kWeightAlignment);
         write_zeros(f.get(), start - local, tmp);
-        write_all(f.get(), data, bytes, tmp);
+        reader.read(data, bytes,
+                    [&](std::span<const uint8_t> chunk) { write_all(f.get(), chunk.data(), chunk.size(), tmp); });
         local = start + bytes;
       }
       at += local;

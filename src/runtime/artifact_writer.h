@@ -2,9 +2,11 @@
 // optionally, the weights it is bound to into one artifact file (Note
 // [Artifact format] in runtime/artifact_format.h).
 //
-// The weights are read from the memory the executable is bound to (CPU
-// today; a CUDA executable's weights would be copied to the host in chunks),
-// hashed once and written once, never gathered into a second buffer.
+// The weights are read from the memory the executable is bound to, hashed
+// once and written once, never gathered into a second buffer: on the CPU in
+// place; on CUDA copied to the host chunk by chunk (after waiting for the
+// device's pending work) through one staging buffer of at most 64 MiB, once
+// for the checksum and once for the write. Either file loads on cpu or cuda.
 #pragma once
 
 #include <map>

@@ -75,6 +75,10 @@ class Backend {
   // Copies `bytes` of host memory to `dst` (this backend's memory) and waits
   // for it: for build-time uploads (literals), never in the call path.
   virtual void upload(void* dst, const void* host, size_t bytes) const = 0;
+  // Waits until every call enqueued on this backend's device has finished (any
+  // stream), then copies `bytes` of `src` (this backend's memory) to the host:
+  // for saving weights and host-staged calls, never in the call path.
+  virtual void download(void* host, const void* src, size_t bytes) const = 0;
   virtual std::shared_ptr<Allocator> default_allocator() const = 0;
   // Records `body` for replay (Note [Captured calls]); null with `reason` set
   // when this backend cannot, or the work cannot be recorded.

@@ -1,13 +1,16 @@
 // kiln::Program (include/kiln/program.h): the public face of LoadedProgram
 // (runtime/artifact_reader.h), translating the plain TensorRef into the
-// runtime's TensorView and back.
+// runtime's TensorView and back, and staging host tensors through device
+// buffers for run(inputs) on a device.
 #include "kiln/program.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ops/op_def.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/artifact_safetensors.h"
+#include "runtime/backend.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -22,7 +25,8 @@ static_assert(static_cast<int>(ElementType::u8) == static_cast<int>(DType::u8));
 DType to_dtype(ElementType t) { return static_cast<DType>(t); }
 ElementType to_element(DType d) { return static_cast<ElementType>(d); }
 
-TensorView to_view(const TensorRef& t, const std::string& what) {
+// The caller's tensor as a view of memory on `device`.
+TensorView to_view(const TensorRef& t, const std::string& what, Device device) {
   KILN_CHECK(static_cast<size_t>(t.dtype) < std::size(kAllDTypes), what, ": unknown element type");
   KILN_CHECK(t.strides.empty() || t.strides.size() == t.shape.size(), what, ": ", t.strides.size(),
              " strides for ", t.shape.size(), " dims");
@@ -31,6 +35,7 @@ TensorView to_view(const TensorRef& t, const std::string& what) {
   v.dtype = to_dtype(t.dtype);
   v.dims = t.shape;
   v.strides = t.strides.empty() ? contiguous_strides(t.shape) : t.strides;
+  v.device = device;
   return v;
 }
 
@@ -73,6 +78,7 @@ size_t TensorInfo::nbytes() const { return static_cast<size_t>(numel()) * elemen
 
 struct Program::Impl {
   LoadedProgram program;
+  std::unique_ptr<Backend> backend;  // the program's device: allocate, upload, download
   std::vector<std::shared_ptr<const SafetensorsFile>> weight_files;  // mapped files weights are bound into
   std::vector<std::vector<std::byte>> weight_copies;  // misaligned safetensors data, copied once
 };
@@ -85,7 +91,10 @@ Program::~Program() = default;
 Program Program::load(const std::string& path, const LoadOptions& options) {
   ArtifactReadOptions read;
   read.verify_weights = options.verify_weights;
-  return Program(std::make_unique<Impl>(Impl{LoadedProgram(Artifact::open(path, read), parse_device(options.device)), {}, {}}));
+  const Device device = parse_device(options.device);
+  // The program first: on a device without CUDA it is what says so clearly.
+  return Program(
+      std::make_unique<Impl>(Impl{LoadedProgram(Artifact::open(path, read), device), make_backend(device), {}, {}}));
 }
 
 std::vector<TensorInfo> Program::inputs() const {
@@ -117,7 +126,7 @@ std::vector<std::string> Program::unbound_weights() const {
 }
 
 void Program::bind_weight(const std::string& name, const TensorRef& tensor) {
-  impl_->program.bind_weight(name, to_view(tensor, "weight '" + name + "'"));
+  impl_->program.bind_weight(name, to_view(tensor, "weight '" + name + "'", impl_->program.executable().device()));
 }
 
 bool Program::weight_stored(const std::string& name) const {
@@ -176,9 +185,10 @@ FileInfo Program::file_info() const {
 }
 
 void Program::run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  const Device device = impl_->program.executable().device();
   std::vector<TensorView> ins, outs;
-  for (size_t i = 0; i < inputs.size(); ++i) ins.push_back(to_view(inputs[i], str_cat("input ", i)));
-  for (size_t i = 0; i < outputs.size(); ++i) outs.push_back(to_view(outputs[i], str_cat("output ", i)));
+  for (size_t i = 0; i < inputs.size(); ++i) ins.push_back(to_view(inputs[i], str_cat("input ", i), device));
+  for (size_t i = 0; i < outputs.size(); ++i) outs.push_back(to_view(outputs[i], str_cat("output ", i), device));
   impl_->program.executable().run(ins, outs);
 }
 
@@ -191,10 +201,58 @@ std::vector<Tensor> Program::run(std::span<const TensorRef> inputs) {
     t.bytes.resize(o.nbytes());
     results.push_back(std::move(t));
   }
-  std::vector<TensorRef> refs;
-  for (Tensor& t : results) refs.push_back(t.ref());
-  run(inputs, refs);
+  std::vector<TensorRef> out_refs;
+  for (Tensor& t : results) out_refs.push_back(t.ref());
+  if (impl_->program.executable().device().kind == DeviceKind::cpu) {
+    run(inputs, out_refs);
+    return results;
+  }
+  // Host staging: each input's storage is copied into a device buffer of the
+  // same layout (checked first, so that no more than the input's own memory
+  // is read), the call writes into device buffers, and those are copied back.
+  const std::vector<TensorType> want = impl_->program.executable().input_types();
+  KILN_CHECK(inputs.size() == want.size(), "run: expected ", want.size(), " inputs, got ", inputs.size());
+  std::vector<DeviceMemory> staged;
+  std::vector<TensorRef> in_refs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView host = to_view(inputs[i], str_cat("input ", i), Device{});
+    KILN_CHECK(host.dtype == want[i].dtype && host.dims == want[i].dims, "run: input ", i, " is ",
+               to_string(host.type()), ", the program takes ", to_string(want[i]));
+    KILN_CHECK(std::all_of(host.strides.begin(), host.strides.end(), [](int64_t s) { return s >= 0; }),
+               "run: input ", i, " has a negative stride (strides [", dims_to_string(host.strides), "])");
+    const size_t bytes = static_cast<size_t>(host.type().storage_bytes());
+    staged.push_back(allocate(bytes));
+    upload(staged.back().data(), host.data, bytes);
+    in_refs.push_back(inputs[i]);
+    in_refs.back().data = staged.back().data();
+  }
+  for (size_t k = 0; k < results.size(); ++k) {
+    staged.push_back(allocate(results[k].bytes.size()));
+    out_refs[k].data = staged.back().data();
+  }
+  run(in_refs, out_refs);
+  for (size_t k = 0; k < results.size(); ++k)
+    download(results[k].bytes.data(), out_refs[k].data, results[k].bytes.size());
   return results;
+}
+
+std::string Program::device() const { return to_string(impl_->program.executable().device()); }
+
+DeviceMemory Program::allocate(size_t bytes) const {
+  auto buffer = std::make_shared<DeviceBuffer>(impl_->backend->default_allocator()->allocate(bytes, 256));
+  DeviceMemory memory;
+  memory.data_ = buffer->data();
+  memory.size_ = bytes;
+  memory.owner_ = std::move(buffer);
+  return memory;
+}
+
+void Program::upload(void* device_dst, const void* host_src, size_t bytes) const {
+  impl_->backend->upload(device_dst, host_src, bytes);
+}
+
+void Program::download(void* host_dst, const void* device_src, size_t bytes) const {
+  impl_->backend->download(host_dst, device_src, bytes);
 }
 
 std::map<std::string, std::string> Program::metadata() const { return impl_->program.artifact().metadata(); }

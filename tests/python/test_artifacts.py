@@ -3,13 +3,18 @@ with torch.compile(backend="kiln")) saved to one file and loaded back gives
 the same outputs bit for bit on CPU, with its weights stored (mapped at load)
 or left out and re-bound from a state dict or a safetensors file; programs
 that cannot be saved raise a clear error, and so do CUDA loads that cannot
-run here."""
+run here. A program compiled for CUDA saves with its weights (copied from the
+GPU) and loads on CUDA (bit for bit) and on CPU (within tolerance); those
+tests skip without a GPU."""
 
 import pytest
 import torch
 
 import kiln
+from conftest import assert_close, cuda_available
 from kiln.artifacts import UnsupportedProgram
+
+needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
 
 
 class MLP(torch.nn.Module):
@@ -210,3 +215,24 @@ def test_cuda_arch_mismatch_names_both(monkeypatch):
         _check_cuda(torch.device("cuda", 0), {"kiln.cuda_arch": "sm_90"}, "m.kiln")
     _check_cuda(torch.device("cuda", 0), {"kiln.cuda_arch": "sm_75"}, "m.kiln")  # older builds run on newer GPUs
     _check_cuda(torch.device("cpu"), {"kiln.cuda_arch": "sm_90"}, "m.kiln")  # a CUDA-saved program on cpu
+
+
+@needs_cuda
+@pytest.mark.parametrize("cls,shape,dtype", [(MLP, (4, 12), torch.float32), (CNN, (2, 3, 8, 8), torch.float16)])
+def test_cuda_save_with_weights_loads_on_cuda_and_cpu(tmp_path, cls, shape, dtype):
+    # f16 convolutions run channels-last on CUDA (a layout chosen for the GPU, with
+    # re-laid-out weights as folded constants); the CPU runs that graph too.
+    model = _model(cls, *([False] if cls is CNN else [])).to("cuda", dtype)
+    x = torch.randn(shape, device="cuda", dtype=dtype)
+    program = kiln.compile(model, [x])
+    expected = program(x)
+    path = tmp_path / "model.kiln"
+    kiln.save(program, path)
+    on_cuda = kiln.load(path, device="cuda")
+    assert on_cuda.metadata["device"] == "cuda:0"
+    _same(on_cuda(x), expected)
+    x2 = torch.randn(shape, device="cuda", dtype=dtype)
+    _same(on_cuda(x2), program(x2))
+    on_cpu = kiln.load(path, device="cpu")
+    cpu = lambda t: [o.cpu() for o in t] if isinstance(t, (list, tuple)) else t.cpu()  # noqa: E731
+    assert_close(cpu(on_cpu(x.cpu())), cpu(expected), dtype)

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import kiln
+from conftest import cuda_available
 
 
 def _find_cli() -> str:
@@ -34,10 +35,10 @@ def _find_cli() -> str:
 CLI = None
 
 
-def kiln_cli(*args, check=True):
+def kiln_cli(*args, check=True, env=None):
     global CLI
     CLI = CLI or _find_cli()
-    result = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"kiln {args} exited {result.returncode}: {result.stderr}")
     return result
@@ -182,5 +183,25 @@ def test_cuda_device_without_cuda(saved):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     _, _, folder, _ = saved
-    r = kiln_cli("run", folder / "net.kiln", "--device", "cuda", check=False)
-    assert r.returncode == 1 and "CUDA is not available" in r.stderr
+    for command in ("run", "bench"):
+        r = kiln_cli(command, folder / "net.kiln", "--device", "cuda", check=False)
+        assert r.returncode == 1 and "cuda:0" in r.stderr and "CUDA is not available" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
+def test_run_and_bench_on_cuda(tmp_path):
+    torch.manual_seed(0)
+    model = Net().cuda().eval()
+    x, scale = torch.randn(2, 3, 4, 4, device="cuda"), torch.randn(1, 6, 1, 1, device="cuda")
+    program = kiln.compile(model, [x, scale])
+    expected = program(x, scale)
+    kiln.save(program, tmp_path / "net.kiln")
+    np.save(tmp_path / "x.npy", x.cpu().numpy())
+    np.save(tmp_path / "scale.npy", scale.cpu().numpy())
+    # The installed command finds the CUDA plugin in the package folder through its RUNPATH.
+    kiln_cli("run", tmp_path / "net.kiln", "--device", "cuda", "--input", tmp_path / "x.npy", "--input",
+             tmp_path / "scale.npy", "--out", tmp_path / "out")
+    for i, want in enumerate(expected):
+        assert np.load(tmp_path / "out" / f"output_{i}.npy").tobytes() == want.cpu().numpy().tobytes()
+    out = kiln_cli("bench", tmp_path / "net.kiln", "--device", "cuda", "--iters", "20", "--warmup", "2").stdout
+    assert "20 calls after 2 warmup" in out and "p50" in out

@@ -38,6 +38,9 @@ class CpuBackend final : public Backend {
   void upload(void* dst, const void* host, size_t bytes) const override {
     if (bytes > 0) std::memcpy(dst, host, bytes);
   }
+  void download(void* host, const void* src, size_t bytes) const override {
+    if (bytes > 0) std::memcpy(host, src, bytes);
+  }
   std::shared_ptr<Allocator> default_allocator() const override { return cpu_allocator(); }
 };
 

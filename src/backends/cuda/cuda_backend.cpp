@@ -126,6 +126,15 @@ class CudaBackend final : public Backend {
     check_cuda(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "upload to cuda:" + std::to_string(device_));
   }
 
+  // The device-wide wait covers work on every stream (a torch stream, a
+  // caller's), which a plain cudaMemcpy would not wait for.
+  void download(void* host, const void* src, size_t bytes) const override {
+    DeviceGuard guard(device_);
+    check_cuda(cudaDeviceSynchronize(), "waiting for cuda:" + std::to_string(device_) + " before a download");
+    if (bytes == 0) return;
+    check_cuda(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), "download from cuda:" + std::to_string(device_));
+  }
+
   std::shared_ptr<Allocator> default_allocator() const override { return allocator_; }
 
   std::unique_ptr<CapturedWork> capture(const std::function<void(Stream)>& body, std::string* reason) const override {

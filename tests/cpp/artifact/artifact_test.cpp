@@ -177,10 +177,23 @@ TEST(Artifact, PublicProgramApi) {
   EXPECT_EQ(program.inputs()[0].shape, (std::vector<int64_t>{2, 4}));
   ASSERT_EQ(program.outputs().size(), 2u);
   EXPECT_EQ(program.weights().size(), 3u);
+  EXPECT_EQ(program.device(), "cpu");
   auto outs = program.run({TensorRef{f.x.data(), ElementType::f32, {2, 4}}});
   ASSERT_EQ(outs.size(), 2u);
   EXPECT_EQ(std::memcmp(outs[0].data<float>(), expected[0].data(), 6 * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(outs[1].data<float>(), expected[1].data(), 16 * sizeof(float)), 0);
+
+  // Memory from the program's device (host memory here), as kiln bench uses it.
+  DeviceMemory in = program.allocate(f.x.size() * sizeof(float));
+  DeviceMemory y = program.allocate(6 * sizeof(float)), h = program.allocate(16 * sizeof(float));
+  ASSERT_EQ(y.size(), 6 * sizeof(float));
+  program.upload(in.data(), f.x.data(), in.size());
+  const TensorRef in_ref{in.data(), ElementType::f32, {2, 4}};
+  const TensorRef out_refs[] = {{y.data(), ElementType::f32, {2, 3}}, {h.data(), ElementType::f32, {2, 8}}};
+  program.run(std::span(&in_ref, 1), out_refs);
+  std::vector<float> got(6);
+  program.download(got.data(), y.data(), y.size());
+  EXPECT_TRUE(bit_equal(got, expected[0]));
 
   // Without weights: bound by their user names.
   ArtifactSaveOptions options;

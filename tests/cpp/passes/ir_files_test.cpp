@@ -59,6 +59,7 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"fuse_elementwise", fuse_elementwise},
       {"fuse_epilogues", fuse_epilogues},
       {"fuse_attention", fuse_attention},
+      {"narrow_attention", narrow_attention},
       {"choose_layout", choose_layout},
       {"pipeline", run_pipeline_quietly},
       {"fold_batch_norm", fold_batch_norm},
@@ -113,6 +114,7 @@ TEST(IrFiles, FoldLiterals) { check_folder("fold_literals"); }
 TEST(IrFiles, FuseElementwise) { check_folder("fuse_elementwise"); }
 TEST(IrFiles, FuseEpilogues) { check_folder("fuse_epilogues"); }
 TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
+TEST(IrFiles, NarrowAttention) { check_folder("narrow_attention"); }
 TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }
 TEST(IrFiles, Pipeline) { check_folder("pipeline"); }
 TEST(IrFiles, FoldBatchNorm) { check_folder("fold_batch_norm"); }

@@ -1,0 +1,55 @@
+"""Where a backend spends GPU time on one workload: the kernels of a few
+calls, by total device time (torch.profiler), and the time per call.
+
+    python bench/kernel_profile.py WORKLOAD [--backends eager,kiln] [--iters 20] [--top 15]
+
+A diagnostic for the GPU machine, next to bench/run.py; not a test."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+
+import torch
+
+from run_one import compile_for
+from workloads import WORKLOADS
+
+
+def profile(backend: str, workload: str, iters: int, top: int) -> str:
+    torch.manual_seed(0)
+    model, inputs = WORKLOADS[workload]()
+    with torch.inference_mode():
+        fn = compile_for(backend, model)
+        for _ in range(5):
+            fn(*inputs)
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(iters):
+                fn(*inputs)
+            torch.cuda.synchronize()
+    totals, counts = collections.Counter(), collections.Counter()
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            totals[e.name] += e.device_time
+            counts[e.name] += 1
+    busy = sum(totals.values()) / iters / 1000
+    lines = [f"== {backend} on {workload}: {busy:.3f} ms of kernels per call, {sum(counts.values()) / iters:.0f} per call"]
+    for name, us in totals.most_common(top):
+        lines.append(f"  {us / iters:9.1f} us/call  x{counts[name] / iters:5.1f}  {name[:110]}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("--backends", default="eager,kiln")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--top", type=int, default=15)
+    args = parser.parse_args()
+    for backend in args.backends.split(","):
+        print(profile(backend, args.workload, args.iters, args.top), flush=True)
+
+
+if __name__ == "__main__":
+    main()
