@@ -129,7 +129,7 @@ def save(compiled, path, weights: bool = True, example_inputs=None, options=None
             for i, is_weight in enumerate(region.arg_is_weight):
                 if is_weight and (args[i].data_ptr() != region.bound_ptrs[i] or args[i] is not region.bound_tensors[i]):
                     region.bind(i, args[i])
-    metadata = {"kiln.output_map": ",".join(map(str, output_map))}
+    metadata = {}
     if region.device.type == "cuda":
         # Kernels are generated at load for the GPU at hand; the file records the
         # architecture it was built and checked on, the least a loader must have.
@@ -140,7 +140,8 @@ def save(compiled, path, weights: bool = True, example_inputs=None, options=None
         metadata["kiln.out_spec"] = pytree.treespec_dumps(compiled.out_spec)
     except Exception:  # noqa: BLE001 - an output structure that cannot be written is returned flat
         pass
-    _kiln.save_artifact(region.exe._native, str(path), weights, weight_names, metadata)
+    # The file's graph returns the program's outputs (reordered, repeated or dropped from the region's).
+    _kiln.save_artifact(region.exe._native, str(path), weights, weight_names, metadata, output_map)
 
 
 class LoadedProgram:
@@ -154,11 +155,6 @@ class LoadedProgram:
         self.output_specs = [(tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in self.exe.output_types()]
         self.metadata = native.metadata()
         self.out_spec = None
-        n_out = len(self.output_specs)
-        text = self.metadata.get("kiln.output_map", "")
-        self.output_map = [int(k) for k in text.split(",")] if text else list(range(n_out))
-        if any(k < 0 or k >= n_out for k in self.output_map):
-            raise kiln_error(f"kiln.load: the file's output map {text!r} does not fit the program's {n_out} outputs")
         if "kiln.out_spec" in self.metadata:
             import torch.utils._pytree as pytree
 
@@ -198,7 +194,6 @@ class LoadedProgram:
             ins.append(t)
         outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
         self.exe.run(ins, outs)
-        outs = [outs[k] for k in self.output_map]
         if self.out_spec is not None:
             import torch.utils._pytree as pytree
 

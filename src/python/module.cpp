@@ -365,14 +365,15 @@ void bind_artifacts(nb::module_& m) {
   m.def(
       "save_artifact",
       [](const Executable& exe, const std::string& path, bool weights, std::map<std::string, std::string> names,
-         std::map<std::string, std::string> metadata) {
-        ArtifactSaveOptions options{weights, std::move(names), std::move(metadata)};
+         std::map<std::string, std::string> metadata, std::vector<size_t> outputs) {
+        ArtifactSaveOptions options{weights, std::move(names), std::move(metadata), std::move(outputs)};
         nb::gil_scoped_release release;
         save_artifact(exe, path, options);
       },
       nb::arg("exe"), nb::arg("path"), nb::arg("weights") = true, nb::arg("weight_names") = std::map<std::string, std::string>(),
-      nb::arg("metadata") = std::map<std::string, std::string>(),
-      "Writes `exe`'s optimized graph and (weights=True) its bound weights into one artifact file.");
+      nb::arg("metadata") = std::map<std::string, std::string>(), nb::arg("outputs") = std::vector<size_t>(),
+      "Writes `exe`'s optimized graph and (weights=True) its bound weights into one artifact file; `outputs`: the "
+      "program's outputs as indices into the executable's (default: all, in order).");
   m.def(
       "load_artifact",
       [](const std::string& path, const std::string& device, bool verify_weights) {

@@ -174,6 +174,20 @@ uint64_t weight_data_hash(const Section& s, WeightReader& reader) {
   return hasher.finish();
 }
 
+// The executable's graph with the program's outputs (ArtifactSaveOptions::outputs).
+std::unique_ptr<Graph> graph_to_save(const Graph& graph, const std::vector<size_t>& order) {
+  std::unique_ptr<Graph> g = graph.clone();
+  if (order.empty()) return g;
+  std::vector<Value*> outputs;
+  for (size_t k : order) {
+    KILN_CHECK(k < g->outputs().size(), "save_artifact: output index ", k, " is out of range (the program has ",
+               g->outputs().size(), " outputs)");
+    outputs.push_back(g->outputs()[k]);
+  }
+  g->set_outputs(std::move(outputs));
+  return g;
+}
+
 }  // namespace
 
 void save_artifact(const Executable& exe, const std::string& path, const ArtifactSaveOptions& options) {
@@ -192,7 +206,7 @@ void save_artifact(const Executable& exe, const std::string& path, const Artifac
 
   std::vector<Section> sections;
   sections.push_back(small_section(SectionKind::metadata, std::move(meta.bytes())));
-  sections.push_back(text_section(SectionKind::graph, print_graph(exe.graph())));
+  sections.push_back(text_section(SectionKind::graph, print_graph(*graph_to_save(exe.graph(), options.outputs))));
   sections.push_back(text_section(SectionKind::description, exe.describe()));
   sections.push_back(weight_table(weights, options));
   if (options.weights) {

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -25,6 +26,10 @@ struct ArtifactSaveOptions {
   std::map<std::string, std::string> weight_names;
   // Free-form key/value pairs kept in the metadata section.
   std::map<std::string, std::string> metadata;
+  // The saved program's outputs as indices into the executable's (repeats
+  // allowed, unused ones dropped), so that a loaded program returns exactly
+  // what the caller's program did; empty: all of them, in order.
+  std::vector<size_t> outputs;
 };
 
 // Writes the artifact to `path` (through a temporary file renamed into place,

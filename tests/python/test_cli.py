@@ -201,7 +201,7 @@ def test_run_and_bench_on_cuda(tmp_path):
     # The installed command finds the CUDA plugin in the package folder through its RUNPATH.
     kiln_cli("run", tmp_path / "net.kiln", "--device", "cuda", "--input", tmp_path / "x.npy", "--input",
              tmp_path / "scale.npy", "--out", tmp_path / "out")
-    for i, want in enumerate(expected):
-        assert np.load(tmp_path / "out" / f"output_{i}.npy").tobytes() == want.cpu().numpy().tobytes()
+    for i, want in enumerate(expected):  # another process may pick other cuBLASLt/cuDNN algorithms: f32 tolerance
+        torch.testing.assert_close(torch.from_numpy(np.load(tmp_path / "out" / f"output_{i}.npy")), want.cpu())
     out = kiln_cli("bench", tmp_path / "net.kiln", "--device", "cuda", "--iters", "20", "--warmup", "2").stdout
     assert "20 calls after 2 warmup" in out and "p50" in out

@@ -254,11 +254,12 @@ def test_arena_comes_from_torchs_allocator():
 
 
 @needs_cuda
-def test_two_threads_on_two_streams_give_correct_outputs():
+def test_eight_threads_on_eight_streams_give_correct_outputs():
     torch.manual_seed(0)
     model = Block().cuda().eval()
     compiled = torch.compile(model, backend=kiln_backend)
-    inputs = [torch.randn(8, 64, device="cuda") for _ in range(2)]
+    threads_n, calls = 8, 1000
+    inputs = [torch.randn(8, 64, device="cuda") for _ in range(threads_n)]
     with torch.inference_mode():
         expected = [model(x) for x in inputs]
         compiled(inputs[0])  # compile once, on this thread
@@ -269,14 +270,14 @@ def test_two_threads_on_two_streams_give_correct_outputs():
         stream = torch.cuda.Stream()
         try:
             with torch.inference_mode(), torch.cuda.stream(stream):
-                outs = [compiled(inputs[k]) for _ in range(200)]
+                outs = [compiled(inputs[k]) for _ in range(calls)]
             stream.synchronize()
             for out in outs:
                 torch.testing.assert_close(out, expected[k], atol=1e-4, rtol=1e-4)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(threads_n)]
     for th in threads:
         th.start()
     for th in threads:

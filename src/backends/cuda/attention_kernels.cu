@@ -2,7 +2,9 @@
 //
 // f16/bf16 (flash attention): a block of 4 warps owns 64 query rows of one
 // batch entry, 16 rows per warp. Q stays in registers as mma.sync A
-// fragments; key/value tiles of 64 rows go through shared memory. For each
+// fragments; key/value tiles of 64 rows go through shared memory in two
+// stages (cp.async loads the next tile while this one is used; ldmatrix
+// reads the mma fragments out of it). For each
 // tile a warp computes its 16x64 scores on tensor cores
 // (mma.sync.m16n8k16, f32 accumulation), applies scale, causal and mask in
 // registers, updates the running row max and sum (online softmax, in log2
@@ -18,9 +20,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "backends/cuda/attention_launch.h"
+#include "backends/cuda/tile_copy.cuh"
 #include "ir/dtype.h"
 
 namespace kiln::cuda {
@@ -99,17 +103,18 @@ struct Half<__nv_bfloat16> {
   static __device__ uint16_t from_float(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 };
 
-// Rows [n0, n0 + kBlockN) of a [S, cols] operand into a zero-padded [kBlockN, D] tile.
+// Rows [n0, n0 + kBlockN) of a [S, cols] operand into a zero-padded [kBlockN, D]
+// tile: asynchronously (cp.async; the caller commits and waits) when `vec`
+// (cols % 8 == 0 and every row 16-byte aligned), else with plain stores.
 template <int D>
 __device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t row_stride, int64_t n0, int64_t S,
                           int64_t cols, bool vec) {
-  if (vec) {  // cols % 8 == 0 and every row 16-byte aligned
+  if (vec) {
     constexpr int kChunks = D / 8;
     for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
       const int r = i / kChunks, c = (i % kChunks) * 8;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (n0 + r < S && c < cols) val = *reinterpret_cast<const uint4*>(src + (n0 + r) * row_stride + c);
-      *reinterpret_cast<uint4*>(&dst[r][c]) = val;
+      const bool valid = n0 + r < S && c < cols;
+      copy_16_async(&dst[r][c], valid ? src + (n0 + r) * row_stride + c : src, valid);
     }
   } else {
     for (int i = threadIdx.x; i < kBlockN * D; i += kThreads) {
@@ -119,11 +124,20 @@ __device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t r
   }
 }
 
+// Shared memory of flash_attention<T, D>: two stages of a key and a value tile.
+template <int D>
+constexpr int flash_shared_bytes() {
+  return 2 * 2 * kBlockN * (D + 8) * static_cast<int>(sizeof(uint16_t));
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constant__ AttentionArgs a) {
   using H = Half<T>;
-  __shared__ __align__(16) uint16_t ks[kBlockN][D + 8];
-  __shared__ __align__(16) uint16_t vs[kBlockN][D + 8];
+  // Two stages: the next key/value tiles load (cp.async) while this one is used.
+  extern __shared__ __align__(16) uint16_t shared[];
+  using Tile = uint16_t (*)[D + 8];
+  auto key_tile = [&](int stage) { return reinterpret_cast<Tile>(shared + (2 * stage) * kBlockN * (D + 8)); };
+  auto value_tile = [&](int stage) { return reinterpret_cast<Tile>(shared + (2 * stage + 1) * kBlockN * (D + 8)); };
 
   const int64_t m_blocks = (a.L + kBlockM - 1) / kBlockM;
   const int64_t batch = blockIdx.x / m_blocks;
@@ -163,21 +177,32 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   // Under causality no row of this block sees keys at or past m0 + kBlockM.
   const int64_t n_end = a.causal ? (a.S < m0 + kBlockM ? a.S : m0 + kBlockM) : a.S;
 
-  for (int64_t n0 = 0; n0 < n_end; n0 += kBlockN) {
-    __syncthreads();  // the previous tile is no longer read
-    load_tile<D>(ks, k, a.k_row, n0, a.S, a.E, a.k_vec);
-    load_tile<D>(vs, v, a.v_row, n0, a.S, a.Ev, a.v_vec);
+  load_tile<D>(key_tile(0), k, a.k_row, 0, a.S, a.E, a.k_vec);
+  load_tile<D>(value_tile(0), v, a.v_row, 0, a.S, a.Ev, a.v_vec);
+  commit_copies();
+  int stage = 0;
+  for (int64_t n0 = 0; n0 < n_end; n0 += kBlockN, stage ^= 1) {
+    // The other stage was last read in the previous iteration, before its closing barrier.
+    if (n0 + kBlockN < n_end) {
+      load_tile<D>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, a.S, a.E, a.k_vec);
+      load_tile<D>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, a.S, a.Ev, a.v_vec);
+    }
+    commit_copies();
+    wait_copies<1>();  // this stage's copies are done (the next stage's may be in flight)
     __syncthreads();
+    const Tile ks = key_tile(stage), vs = value_tile(stage);
 
+    // S = Q K^T: ldmatrix gives the B fragments of two 16-wide k-steps for 8 keys at once.
     float s[kBlockN / 8][4];
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j) {
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&ks[8 * j + g][kk * 16 + 2 * t]);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&ks[8 * j + g][kk * 16 + 2 * t + 8]);
-        H::mma(s[j], qf[kk], b0, b1);
+      for (int kk = 0; kk < D / 16; kk += 2) {
+        uint32_t b[4];
+        load_matrices<false>(b, &ks[8 * j + (lane & 7)][kk * 16 + (lane >> 3) * 8]);
+        H::mma(s[j], qf[kk], b[0], b[1]);
+        H::mma(s[j], qf[kk + 1], b[2], b[3]);
       }
     }
 
@@ -236,15 +261,16 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
       const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
                               H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               H::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      const int r = kk * 16 + 2 * t;
+      // V's B fragments, transposed by ldmatrix: keys kk*16.. (two halves of 8) by two 8-wide column groups.
 #pragma unroll
-      for (int d = 0; d < D / 8; ++d) {
-        const int col = 8 * d + g;
-        const uint32_t b0 = uint32_t{vs[r][col]} | (uint32_t{vs[r + 1][col]} << 16);
-        const uint32_t b1 = uint32_t{vs[r + 8][col]} | (uint32_t{vs[r + 9][col]} << 16);
-        H::mma(o[d], pa, b0, b1);
+      for (int d = 0; d < D / 8; d += 2) {
+        uint32_t b[4];
+        load_matrices<true>(b, &vs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][8 * (d + (lane >> 4))]);
+        H::mma(o[d], pa, b[0], b[1]);
+        H::mma(o[d + 1], pa, b[2], b[3]);
       }
     }
+    __syncthreads();  // every warp is done with this stage before it is loaded again
   }
 
   float inv[2];
@@ -351,16 +377,32 @@ __global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_co
   }
 }
 
+template <typename T, int D>
+cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
+  constexpr int bytes = flash_shared_bytes<D>();
+  if constexpr (bytes > 48 * 1024) {
+    // Above 48 KiB of dynamic shared memory a kernel opts in, once per device
+    // (the first call, never a captured one: graphs are captured after it).
+    static std::atomic<uint64_t> opted_in{0};  // a bit per device ordinal below 64
+    int device = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+    if (bit == 0 || (opted_in.load() & bit) == 0) {
+      cudaError_t e = cudaFuncSetAttribute(flash_attention<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      if (e != cudaSuccess) return e;
+      opted_in.fetch_or(bit);
+    }
+  }
+  flash_attention<T, D><<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
 template <typename T>
 cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   const int64_t head_dim = a.E > a.Ev ? a.E : a.Ev;
-  if (head_dim <= 32)
-    flash_attention<T, 32><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
-  else if (head_dim <= 64)
-    flash_attention<T, 64><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
-  else
-    flash_attention<T, 128><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  if (head_dim <= 32) return launch_flash_d<T, 32>(a, blocks, stream);
+  if (head_dim <= 64) return launch_flash_d<T, 64>(a, blocks, stream);
+  return launch_flash_d<T, 128>(a, blocks, stream);
 }
 
 }  // namespace

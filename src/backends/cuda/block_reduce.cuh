@@ -1,6 +1,6 @@
-// Block-wide reductions for the row kernels (softmax, layer_norm, sums): warp
-// shuffles, then one value per warp through shared memory. Every thread of
-// the block must call them; all get the result.
+// Warp- and block-wide reductions for the row kernels (softmax, layer_norm,
+// sums): warp shuffles, then one value per warp through shared memory. Every
+// thread of the warp (block) must call them; all get the result.
 #pragma once
 
 #include "backends/cuda/device_math.cuh"
@@ -20,9 +20,17 @@ struct MinOp {
   KILN_D T operator()(T a, T b) const { return sm::k_minimum(a, b); }
 };
 
+// Every lane of a full warp gets the reduction (a butterfly: the two lanes
+// of each pair combine the same two values, so sums agree bit for bit).
+template <typename T, typename Op>
+KILN_D T warp_reduce(T v, Op op) {
+  for (int d = 16; d > 0; d /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v;
+}
+
 template <typename T, typename Op>
 KILN_D T block_reduce(T v, Op op, T* shared /* 32 entries */) {
-  for (int d = 16; d > 0; d /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, d));
+  v = warp_reduce(v, op);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = (blockDim.x + 31) / 32;
   __syncthreads();  // shared may still be read by a previous call
   if (lane == 0) shared[warp] = v;

@@ -38,9 +38,7 @@ IndexSpace index_space(const Dims& dims) {
   KILN_CHECK(dims.size() <= static_cast<size_t>(kMaxRank), "CUDA kernels take rank <= ", kMaxRank, ", got [",
              dims_to_string(dims), "]");
   IndexSpace s;
-  s.rank = static_cast<int>(dims.size());
-  s.n = numel(dims);
-  copy_dims(s.dims, dims);
+  set_dims(s, static_cast<int>(dims.size()), dims.data());
   return s;
 }
 
@@ -51,11 +49,9 @@ void copy_dims(int64_t* dst, const Dims& src) {
 
 Operand operand_over(const TensorView& view, const Dims& out_dims) {
   Operand o;
-  TensorType t = view.type();
   o.data = view.data;
   o.dtype = static_cast<int>(view.dtype);
-  o.linear = t.dims == out_dims && t.is_contiguous();
-  copy_dims(o.strides, broadcast_strides(t, out_dims));
+  copy_dims(o.strides, broadcast_strides(view.type(), out_dims));
   return o;
 }
 

@@ -73,7 +73,7 @@ using CudaKernelFactory = std::unique_ptr<BackendKernel> (*)(const Node& node, c
 bool fits_rank(const Node& node, std::string* reason);
 IndexSpace index_space(const Dims& dims);
 void copy_dims(int64_t* dst, const Dims& src);
-// `view` read over `out_dims` (broadcast strides; linear when it can be).
+// `view` read over `out_dims` (broadcast strides).
 Operand operand_over(const TensorView& view, const Dims& out_dims);
 Compute compute_of(DType d);  // f32 for f16/bf16/f32, f64, else i64
 // A row space over `axes` (sorted) of `in` (strided) and `out` (same dims).

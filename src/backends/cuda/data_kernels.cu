@@ -1,7 +1,11 @@
 // CUDA kernels that move data without arithmetic: strided copy (contiguous,
 // concat, constant_pad's interior, output copies), fill (full, pad borders),
 // arange, and the indexed copy behind gather, index_select and embedding.
-// Elements move as 1, 2, 4 or 8 byte words, whatever their dtype.
+// Elements move as 1, 2, 4 or 8 byte words, whatever their dtype; a copy
+// whose innermost dim is contiguous on both sides moves up to 16 byte words
+// (widened()). Index spaces are collapsed first (index_space.h).
+#include <cstdint>
+
 #include "backends/cuda/device_math.cuh"
 
 namespace kiln::cuda {
@@ -23,8 +27,11 @@ template <typename W>
 __global__ void copy_kernel(const __grid_constant__ CopyArgs a) {
   const W* src = static_cast<const W*>(a.src);
   W* dst = static_cast<W*>(a.dst);
+  const int64_t* const strides[2] = {a.src_strides, a.dst_strides};
   KILN_GRID_LOOP(i, a.space.n) {
-    dst[offset_of(i, a.space, a.dst_strides)] = src[offset_of(i, a.space, a.src_strides)];
+    int64_t off[2];
+    offsets_of<2>(i, a.space, strides, off);
+    dst[off[1]] = src[off[0]];
   }
 }
 
@@ -54,12 +61,15 @@ template <typename W>
 __global__ void indexed_copy_kernel(const __grid_constant__ IndexedCopyArgs a) {
   const W* src = static_cast<const W*>(a.src);
   W* dst = static_cast<W*>(a.dst);
+  const int64_t* const strides[3] = {a.src_strides, a.idx_strides, a.dst_strides};
   KILN_GRID_LOOP(i, a.space.n) {
-    int64_t idx = load_as<int64_t>(a.index, a.index_dtype, offset_of(i, a.space, a.idx_strides));
+    int64_t off[3];
+    offsets_of<3>(i, a.space, strides, off);
+    int64_t idx = load_as<int64_t>(a.index, a.index_dtype, off[1]);
     if (idx < 0) idx += a.axis_size;
     W v{};
-    if (idx >= 0 && idx < a.axis_size) v = src[offset_of(i, a.space, a.src_strides) + idx * a.axis_stride];
-    dst[offset_of(i, a.space, a.dst_strides)] = v;
+    if (idx >= 0 && idx < a.axis_size) v = src[off[0] + idx * a.axis_stride];
+    dst[off[2]] = v;
   }
 }
 
@@ -91,11 +101,56 @@ struct IndexedK {
   }
 };
 
+// The same copy over words of f elements: when the innermost dim is
+// contiguous on both sides, f divides its size and every other stride, and
+// both pointers are aligned to the wider word, the innermost size and the
+// other strides are divided by f. The largest f up to 16 bytes is taken.
+CopyArgs widened(CopyArgs a) {
+  const int last = a.space.rank - 1;
+  if (last < 0 || a.src_strides[last] != 1 || a.dst_strides[last] != 1) return a;
+  auto fits = [&](int f) {
+    const uintptr_t bytes = static_cast<uintptr_t>(a.elem_size) * f;
+    if (a.space.dims[last] % f != 0 || reinterpret_cast<uintptr_t>(a.src) % bytes != 0 ||
+        reinterpret_cast<uintptr_t>(a.dst) % bytes != 0)
+      return false;
+    for (int d = 0; d < last; ++d)
+      if (a.src_strides[d] % f != 0 || a.dst_strides[d] % f != 0) return false;
+    return true;
+  };
+  int f = 16 / a.elem_size;
+  while (f > 1 && !fits(f)) f /= 2;
+  if (f == 1) return a;
+  a.space.dims[last] /= f;
+  for (int d = 0; d < last; ++d) {
+    a.src_strides[d] /= f;
+    a.dst_strides[d] /= f;
+  }
+  a.elem_size *= f;
+  set_dims(a.space, a.space.rank, a.space.dims);
+  return a;
+}
+
 }  // namespace
 
-cudaError_t launch_copy(const CopyArgs& a, cudaStream_t s) { return by_width<CopyK>(a.elem_size, a.space.n, a, s); }
-cudaError_t launch_fill(const FillArgs& a, cudaStream_t s) { return by_width<FillK>(a.elem_size, a.space.n, a, s); }
-cudaError_t launch_indexed_copy(const IndexedCopyArgs& a, cudaStream_t s) {
+cudaError_t launch_copy(const CopyArgs& args, cudaStream_t s) {
+  if (args.space.n == 0) return cudaSuccess;
+  CopyArgs a = args;
+  collapse(a.space, {a.src_strides, a.dst_strides});
+  a = widened(a);
+  if (a.elem_size != 16) return by_width<CopyK>(a.elem_size, a.space.n, a, s);
+  CopyK<uint4>::launch(a, blocks_for(a.space.n), s);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fill(const FillArgs& args, cudaStream_t s) {
+  FillArgs a = args;
+  collapse(a.space, {a.dst_strides});
+  return by_width<FillK>(a.elem_size, a.space.n, a, s);
+}
+
+cudaError_t launch_indexed_copy(const IndexedCopyArgs& args, cudaStream_t s) {
+  IndexedCopyArgs a = args;
+  collapse(a.space, {a.src_strides, a.idx_strides, a.dst_strides});
   return by_width<IndexedK>(a.elem_size, a.space.n, a, s);
 }
 

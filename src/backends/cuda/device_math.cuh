@@ -1,7 +1,7 @@
 // Device helpers shared by the CUDA kernels: reading and writing any kiln
 // dtype from a compute type with the CPU backend's conversion rules
-// (backends/cpu/dtype_dispatch.h and the cast kernel), offsets of an index in
-// a strided space (Note [CUDA index spaces] in launch.h), and the
+// (backends/cpu/dtype_dispatch.h and the cast kernel), the offset of an
+// operand in a strided space (offset_of: index_space.h), and the
 // elementwise ops of elementwise.def as device functors over the shared
 // scalar math (Note [Elementwise]).
 #pragma once
@@ -73,17 +73,6 @@ KILN_D void store_as(void* base, int dtype, int64_t off, C v) {
     case DType::u8: static_cast<uint8_t*>(base)[off] = static_cast<uint8_t>(to_int64(v)); return;
     case DType::boolean: static_cast<uint8_t*>(base)[off] = v != C(0) ? 1 : 0; return;
   }
-}
-
-// The element offset of row-major index i of `space` under `strides`.
-KILN_D int64_t offset_of(int64_t i, const IndexSpace& space, const int64_t* strides) {
-  int64_t off = 0;
-  for (int d = space.rank - 1; d >= 0; --d) {
-    int64_t n = space.dims[d];
-    off += (i % n) * strides[d];
-    i /= n;
-  }
-  return off;
 }
 
 KILN_D int64_t operand_offset(int64_t i, const IndexSpace& space, const Operand& op) {

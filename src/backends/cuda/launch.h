@@ -9,28 +9,25 @@
 // Every kernel walks a row-major index space of at most kMaxRank dims (the
 // output's, for elementwise work); operands give their strides (elements)
 // over that space, zero along broadcast dims, so any view or broadcast is read
-// in place without a copy.
+// in place without a copy. Callers describe the space as the tensors have it;
+// each launch_* function first collapses it over all of its stride arrays
+// (index_space.h), so a contiguous 4-D add runs as a 1-D one and a permuted
+// copy keeps only the dims the permutation really separates.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backends/cuda/index_space.h"
+
 namespace kiln::cuda {
-
-inline constexpr int kMaxRank = 8;
-
-struct IndexSpace {
-  int rank = 0;
-  int64_t n = 0;  // product of dims
-  int64_t dims[kMaxRank] = {};
-};
 
 // A strided read over an index space.
 struct Operand {
   const void* data = nullptr;
   int dtype = 0;
-  bool linear = false;  // contiguous with the space's dims: offset == index
+  bool linear = false;  // offset == index; set by launch_elementwise after collapsing
   int64_t strides[kMaxRank] = {};
 };
 

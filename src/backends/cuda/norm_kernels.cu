@@ -1,15 +1,144 @@
 // CUDA kernels for the row-wise normalizations: softmax and log_softmax over
-// one axis, layer_norm over the trailing axes. One block per row; the row is
-// read through its strides (RowSpace in launch.h) and computed in float
-// (double for f64), with the row maximum subtracted before exponentiating and
-// the variance in two passes, like the CPU reference.
+// one axis, layer_norm over the trailing axes, computed in float (double for
+// f64) with the row maximum subtracted before exponentiating and the
+// variance in two passes, like the CPU reference.
+//
+// Rows contiguous in the input and the output (after collapsing, RowSpace in
+// launch.h), of f16, bf16 or f32 and at most kMaxWarpRow long, take the warp
+// kernel: one warp per row, the row held in registers, 16-byte vector
+// accesses where sizes and alignment allow, warp-shuffle reductions only.
+// Every other row takes the block kernel: one block per row, read through
+// its strides.
 #include "backends/cuda/block_reduce.cuh"
+#include "backends/cuda/vector_io.cuh"
 
 namespace kiln::cuda {
 
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kWarps = 8;           // rows per block of the warp kernel
+constexpr int kMaxWarpRow = 2048;   // 64 floats per lane
+
+// x[0..V) = p[0..V) as float: one element, or one 16-byte vector.
+template <typename T, int V>
+KILN_D void load_items(const T* p, float (&x)[V]) {
+  if constexpr (V == 1) x[0] = to_float(*p);
+  else load_pack<T>(p, x);
+}
+
+template <typename T, int V>
+KILN_D void store_items(T* p, const float (&y)[V]) {
+  if constexpr (V == 1) *p = from_float<T>(y[0]);
+  else store_pack<T>(p, y);
+}
+
+// A weight or bias at row position k: typed (vector) loads when it has the
+// input's storage type, else converted element by element.
+template <typename T, int V>
+KILN_D void load_param(const void* p, int dtype, bool typed, int k, float (&w)[V]) {
+  if (typed) {
+    load_items<T, V>(static_cast<const T*>(p) + k, w);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) w[j] = load_as<float>(p, dtype, k + j);
+  }
+}
+
+// One warp per row. Lane l holds accesses v < Items / V at row positions
+// (v * 32 + l) * V .. + V; with V > 1 the row length, the rows' offsets and
+// the pointers are multiples of V elements (16 bytes), so every access is
+// whole and aligned. Two blocks per SM at least: up to 128 registers.
+template <typename T, int V, int Items>
+__global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_constant__ RowArgs a) {
+  constexpr int kAccesses = Items / V;
+  const RowSpace& r = a.rows;
+  const int n = static_cast<int>(r.row_len), lane = threadIdx.x % 32;
+  const T* in = static_cast<const T*>(a.in);
+  T* out = static_cast<T*>(a.out);
+  auto aligned = [](const void* p) { return V == 1 || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool typed_params = a.param_dtype == a.dtype && (!a.weight || aligned(a.weight)) && (!a.bias || aligned(a.bias));
+  const int64_t* const kept_strides[2] = {r.kept_in, r.kept_out};
+  for (int64_t row = blockIdx.x * static_cast<int64_t>(kWarps) + threadIdx.x / 32; row < r.rows;
+       row += static_cast<int64_t>(gridDim.x) * kWarps) {
+    int64_t base[2];
+    offsets_of<2>(row, r.kept, kept_strides, base);
+    float x[kAccesses][V];
+#pragma unroll
+    for (int v = 0; v < kAccesses; ++v) {
+      const int k = (v * 32 + lane) * V;
+      if (k < n) load_items<T, V>(in + base[0] + k, x[v]);
+    }
+    if (a.op == RowOp::layer_norm) {
+      float sum = 0;
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v)
+        if ((v * 32 + lane) * V < n)
+#pragma unroll
+          for (int j = 0; j < V; ++j) sum += x[v][j];
+      const float mean = warp_reduce(sum, SumOp{}) / static_cast<float>(n);
+      float sq = 0;
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v)
+        if ((v * 32 + lane) * V < n)
+#pragma unroll
+          for (int j = 0; j < V; ++j) sq += (x[v][j] - mean) * (x[v][j] - mean);
+      const float var = warp_reduce(sq, SumOp{}) / static_cast<float>(n);
+      const float rstd = 1.0f / sm::k_sqrt(var + static_cast<float>(a.eps));
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v) {
+        const int k = (v * 32 + lane) * V;
+        if (k >= n) continue;
+        float y[V], w[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) y[j] = (x[v][j] - mean) * rstd;
+        if (a.weight) {
+          load_param<T, V>(a.weight, a.param_dtype, typed_params, k, w);
+#pragma unroll
+          for (int j = 0; j < V; ++j) y[j] *= w[j];
+        }
+        if (a.bias) {
+          load_param<T, V>(a.bias, a.param_dtype, typed_params, k, w);
+#pragma unroll
+          for (int j = 0; j < V; ++j) y[j] += w[j];
+        }
+        store_items<T, V>(out + base[1] + k, y);
+      }
+    } else {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v)
+        if ((v * 32 + lane) * V < n)
+#pragma unroll
+          for (int j = 0; j < V; ++j) mx = sm::k_maximum(mx, x[v][j]);
+      mx = warp_reduce(mx, MaxOp{});
+      const float shift = sm::k_isnan(mx) || mx == -INFINITY ? 0.0f : mx;  // all -inf rows give NaN, like torch
+      const bool log = a.op == RowOp::log_softmax;
+      float sum = 0;
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v)
+        if ((v * 32 + lane) * V < n)
+#pragma unroll
+          for (int j = 0; j < V; ++j) {
+            x[v][j] -= shift;
+            const float e = sm::k_exp(x[v][j]);
+            sum += e;
+            if (!log) x[v][j] = e;
+          }
+      sum = warp_reduce(sum, SumOp{});
+      const float log_sum = sm::k_log(sum);
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v) {
+        const int k = (v * 32 + lane) * V;
+        if (k >= n) continue;
+        float y[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) y[j] = log ? x[v][j] - log_sum : x[v][j] / sum;
+        store_items<T, V>(out + base[1] + k, y);
+      }
+    }
+  }
+}
 
 template <typename C>
 __global__ void __launch_bounds__(kThreads) row_kernel(const __grid_constant__ RowArgs a) {
@@ -56,10 +185,64 @@ __global__ void __launch_bounds__(kThreads) row_kernel(const __grid_constant__ R
   }
 }
 
+template <typename T, int V>
+void launch_warp_kernel(const RowArgs& a, int items, cudaStream_t s) {
+  const int64_t blocks = (a.rows.rows + kWarps - 1) / kWarps;
+  const unsigned grid = static_cast<unsigned>(blocks > (1 << 20) ? (1 << 20) : blocks);
+  switch (items) {
+    case 8: warp_row_kernel<T, V, 8><<<grid, kWarps * 32, 0, s>>>(a); break;
+    case 16: warp_row_kernel<T, V, 16><<<grid, kWarps * 32, 0, s>>>(a); break;
+    case 32: warp_row_kernel<T, V, 32><<<grid, kWarps * 32, 0, s>>>(a); break;
+    default: warp_row_kernel<T, V, 64><<<grid, kWarps * 32, 0, s>>>(a); break;
+  }
+}
+
+// The warp kernel for a (collapsed) row space whose rows are contiguous:
+// 16-byte vectors when the row length, every row's offset and both pointers
+// allow, else one element per access.
+template <typename T>
+void launch_warp_rows(const RowArgs& a, cudaStream_t s) {
+  constexpr int P = kPack<T>;
+  const RowSpace& r = a.rows;
+  bool pack = r.row_len % P == 0 && reinterpret_cast<uintptr_t>(a.in) % 16 == 0 &&
+              reinterpret_cast<uintptr_t>(a.out) % 16 == 0;
+  for (int d = 0; d < r.kept.rank; ++d) pack = pack && r.kept_in[d] % P == 0 && r.kept_out[d] % P == 0;
+  int items = 8;  // row elements per lane, at least V
+  while (items * 32 < r.row_len) items *= 2;
+  if (pack)
+    launch_warp_kernel<T, P>(a, items, s);
+  else
+    launch_warp_kernel<T, 1>(a, items, s);
+}
+
+// Whether the collapsed rows suit the warp kernel: f16, bf16 or f32, at most
+// kMaxWarpRow long, and contiguous in the input, the output, the weight and
+// the bias (one reduced dim of stride 1, or rows of one element).
+bool warp_rows_fit(const RowArgs& a) {
+  const RowSpace& r = a.rows;
+  const DType d = static_cast<DType>(a.dtype);
+  if ((d != DType::f16 && d != DType::bf16 && d != DType::f32) || r.row_len < 1 || r.row_len > kMaxWarpRow)
+    return false;
+  if (r.red.rank == 0) return true;
+  return r.red.rank == 1 && r.red_in[0] == 1 && r.red_out[0] == 1 && (!a.weight || a.weight_strides[0] == 1) &&
+         (!a.bias || a.bias_strides[0] == 1);
+}
+
 }  // namespace
 
-cudaError_t launch_rows(const RowArgs& a, cudaStream_t stream) {
-  if (a.rows.rows == 0) return cudaSuccess;
+cudaError_t launch_rows(const RowArgs& args, cudaStream_t stream) {
+  if (args.rows.rows == 0) return cudaSuccess;
+  RowArgs a = args;
+  collapse(a.rows.kept, {a.rows.kept_in, a.rows.kept_out});
+  collapse(a.rows.red, {a.rows.red_in, a.rows.red_out, a.weight_strides, a.bias_strides});
+  if (warp_rows_fit(a)) {
+    switch (static_cast<DType>(a.dtype)) {
+      case DType::f16: launch_warp_rows<__half>(a, stream); break;
+      case DType::bf16: launch_warp_rows<__nv_bfloat16>(a, stream); break;
+      default: launch_warp_rows<float>(a, stream); break;
+    }
+    return cudaGetLastError();
+  }
   const unsigned blocks = static_cast<unsigned>(a.rows.rows > (1 << 20) ? (1 << 20) : a.rows.rows);
   int threads = kThreads;
   while (threads > 32 && threads / 2 >= a.rows.row_len) threads /= 2;

@@ -1,8 +1,8 @@
 // CUDA kernels for the axis reductions sum, mean, amax and amin: one block per
-// output element, reading its row through strides (RowSpace in launch.h).
-// Sums and means of floats accumulate in double like the CPU reference,
-// integer sums in int64; amax/amin compare in the compute type and propagate
-// NaN.
+// output element, reading its row through strides (RowSpace in launch.h,
+// collapsed first). Sums and means of floats accumulate in double like the
+// CPU reference, integer sums in int64; amax/amin compare in the compute type
+// and propagate NaN.
 #include "backends/cuda/block_reduce.cuh"
 
 namespace kiln::cuda {
@@ -44,8 +44,11 @@ bool is_float(int d) {
 
 }  // namespace
 
-cudaError_t launch_reduce(const ReduceArgs& a, cudaStream_t stream) {
-  if (a.rows.rows == 0) return cudaSuccess;
+cudaError_t launch_reduce(const ReduceArgs& args, cudaStream_t stream) {
+  if (args.rows.rows == 0) return cudaSuccess;
+  ReduceArgs a = args;  // out[row] is contiguous: only the input's strides shape the spaces
+  collapse(a.rows.kept, {a.rows.kept_in});
+  collapse(a.rows.red, {a.rows.red_in});
   const unsigned blocks = static_cast<unsigned>(a.rows.rows > (1 << 20) ? (1 << 20) : a.rows.rows);
   int threads = kThreads;
   while (threads > 32 && threads / 2 >= a.rows.row_len) threads /= 2;

@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "kiln/program.h"
+#include "mlp_graph.h"
 #include "ops/op_def.h"
 #include "passes/pass.h"
 #include "runtime/artifact_format.h"
@@ -25,23 +26,6 @@
 
 namespace kiln {
 namespace {
-
-// relu(x @ w1 + b1) @ w2t^T-like: w2 is stored transposed (strided) to check
-// that strided weights are saved and bound with their layout.
-std::unique_ptr<Graph> mlp_graph() {
-  auto g = std::make_unique<Graph>();
-  Value* x = g->add_input("x", TensorType(DType::f32, {2, 4}));
-  Value* w1 = g->add_weight("w1", TensorType(DType::f32, {4, 8}), "fc1.weight");
-  Value* b1 = g->add_weight("b1", TensorType(DType::f32, {8}), "fc1.bias");
-  Value* w2 = g->add_weight("w2", TensorType(DType::f32, {8, 3}, {1, 8}), "fc2.weight");
-  Value* h = g->add_node(get_op("matmul"), {x, w1})->outputs[0];
-  h = g->add_node(get_op("add"), {h, b1})->outputs[0];
-  h = g->add_node(get_op("relu"), {h})->outputs[0];
-  Value* y = g->add_node(get_op("matmul"), {h, w2})->outputs[0];
-  g->set_outputs({y, h});
-  run_pipeline(*g);
-  return g;
-}
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -162,6 +146,40 @@ TEST(Artifact, UnboundWeightsCannotBeSaved) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is not bound"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Artifact, SavedOutputsAreTheProgramsReorderedRepeatedOrDropped) {
+  Fixture f;
+  f.bind(*f.exe);
+  auto expected = f.run(*f.exe);  // the executable returns y [2,3], h [2,8]
+  std::string path = temp_path("mlp_outputs.kiln");
+  ArtifactSaveOptions options;
+  options.outputs = {1, 0, 1};  // the program returns h, y, h
+  save_artifact(*f.exe, path, options);
+
+  Program program = Program::load(path);
+  const std::vector<TensorInfo> outs = program.outputs();
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[0].shape, (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(outs[1].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(outs[2].shape, (std::vector<int64_t>{2, 8}));
+  std::vector<Tensor> got = program.run({TensorRef{f.x.data(), ElementType::f32, {2, 4}, {}}});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(std::memcmp(got[0].data<float>(), expected[1].data(), 16 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(got[1].data<float>(), expected[0].data(), 6 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(got[2].data<float>(), expected[1].data(), 16 * sizeof(float)), 0);
+
+  options.outputs = {0};  // h dropped
+  save_artifact(*f.exe, path, options);
+  EXPECT_EQ(Program::load(path).outputs().size(), 1u);
+
+  options.outputs = {2};
+  try {
+    save_artifact(*f.exe, path, options);
+    FAIL() << "an output index past the executable's outputs was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("output index 2 is out of range"), std::string::npos) << e.what();
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "cuda_test_util.h"
 #include "kiln/program.h"
+#include "../artifact/mlp_graph.h"
 #include "passes/pass.h"
 #include "runtime/artifact_reader.h"
 #include "runtime/artifact_writer.h"
@@ -28,22 +29,6 @@ std::string temp_path(const std::string& name) {
   return (dir / name).string();
 }
 
-// relu(x @ w1 + b1) @ w2, with w2 in a padded, permuted layout (a strided weight).
-std::unique_ptr<Graph> mlp_graph(const TensorType& w2_type) {
-  auto g = std::make_unique<Graph>();
-  Value* x = g->add_input("x", TensorType(DType::f32, {2, 4}));
-  Value* w1 = g->add_weight("w1", TensorType(DType::f32, {4, 8}), "fc1.weight");
-  Value* b1 = g->add_weight("b1", TensorType(DType::f32, {8}), "fc1.bias");
-  Value* w2 = g->add_weight("w2", w2_type, "fc2.weight");
-  Value* h = g->add_node(get_op("matmul"), {x, w1})->outputs[0];
-  h = g->add_node(get_op("add"), {h, b1})->outputs[0];
-  h = g->add_node(get_op("relu"), {h})->outputs[0];
-  Value* y = g->add_node(get_op("matmul"), {h, w2})->outputs[0];
-  g->set_outputs({y, h});
-  run_pipeline(*g);
-  return g;
-}
-
 bool same_bytes(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
 
 TEST(CudaArtifact, SavedWithWeightsLoadsOnCudaAndCpu) {
@@ -51,7 +36,9 @@ TEST(CudaArtifact, SavedWithWeightsLoadsOnCudaAndCpu) {
   std::mt19937 rng(5);
   HostTensor x = random_tensor(DType::f32, {2, 4}, rng);
   HostTensor w1 = random_tensor(DType::f32, {4, 8}, rng), b1 = random_tensor(DType::f32, {8}, rng);
-  HostTensor w2 = random_tensor(DType::f32, {8, 3}, rng, /*strided=*/true);
+  // w2 transposed (strides {1, 8}): a strided weight cuBLASLt reads through its transpose flag.
+  HostTensor w2 = alloc_tensor(TensorType(DType::f32, {8, 3}, {1, 8}));
+  for_each_index(w2.type.dims, [&](const Dims& i) { w2.set(i, random_value(DType::f32, Fill::continuous, rng)); });
   auto graph = mlp_graph(w2.type);
 
   // In process: the CPU reference and the CUDA executable on device weights.
@@ -85,7 +72,7 @@ TEST(CudaArtifact, SavedWithWeightsLoadsOnCudaAndCpu) {
   const std::string path = temp_path("mlp_cuda.kiln");
   save_artifact(gpu, path);
 
-  // The file holds the device weights' bytes (the strided one with its padding).
+  // The file holds the device weights' bytes (the transposed one in its layout).
   auto artifact = Artifact::open(path);
   EXPECT_EQ(artifact->metadata().at("device"), "cuda:0");
   const std::map<std::string, const HostTensor*> host = {{"fc1.weight", &w1}, {"fc1.bias", &b1}, {"fc2.weight", &w2}};

@@ -21,19 +21,22 @@ namespace kiln::test {
 
 #define KILN_CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
-// Device memory holding a HostTensor's whole backing storage.
+// Device memory holding a HostTensor's whole backing storage, `shift` bytes
+// into its allocation (a shift misaligns the data for the vector paths).
 struct DeviceTensor {
   TensorType type;
   void* data = nullptr;
+  void* allocation = nullptr;
   size_t bytes = 0;
 
-  explicit DeviceTensor(const HostTensor& h) : type(h.type), bytes(h.words.size() * 8) {
-    EXPECT_EQ(cudaMalloc(&data, bytes), cudaSuccess);
+  explicit DeviceTensor(const HostTensor& h, size_t shift = 0) : type(h.type), bytes(h.words.size() * 8) {
+    EXPECT_EQ(cudaMalloc(&allocation, bytes + shift), cudaSuccess);
+    data = static_cast<char*>(allocation) + shift;
     EXPECT_EQ(cudaMemcpy(data, h.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
   }
   DeviceTensor(const DeviceTensor&) = delete;
   DeviceTensor& operator=(const DeviceTensor&) = delete;
-  ~DeviceTensor() { cudaFree(data); }
+  ~DeviceTensor() { cudaFree(allocation); }
 
   TensorView view() const { return TensorView(data, type, Device{DeviceKind::cuda, 0}); }
   HostTensor download() const {
@@ -53,18 +56,20 @@ inline HostTensor poisoned(const TensorType& type) {
   return t;
 }
 
-// Runs `node` through the CUDA backend (cuda:0) on a fresh stream.
-inline std::vector<HostTensor> run_node_cuda(const Node& node, const std::vector<HostTensor*>& inputs) {
+// Runs `node` through the CUDA backend (cuda:0) on a fresh stream, every
+// input and output `shift` bytes into its allocation.
+inline std::vector<HostTensor> run_node_cuda(const Node& node, const std::vector<HostTensor*>& inputs,
+                                             size_t shift = 0) {
   auto backend = make_backend(Device{DeviceKind::cuda, 0});
   auto kernel = backend->lower(node);
   std::vector<std::unique_ptr<DeviceTensor>> ins, outs;
   std::vector<TensorView> in_views, out_views;
   for (HostTensor* t : inputs) {
-    ins.push_back(std::make_unique<DeviceTensor>(*t));
+    ins.push_back(std::make_unique<DeviceTensor>(*t, shift));
     in_views.push_back(ins.back()->view());
   }
   for (const Value* v : node.outputs) {
-    outs.push_back(std::make_unique<DeviceTensor>(poisoned(v->type)));
+    outs.push_back(std::make_unique<DeviceTensor>(poisoned(v->type), shift));
     out_views.push_back(outs.back()->view());
   }
   cudaStream_t stream = nullptr;
@@ -83,10 +88,11 @@ inline void expect_match(const HostTensor& got, const HostTensor& want, const st
   expect_tensor(got, [&](const Dims& idx) { return want.at(idx); }, what, scale);
 }
 
-// Builds a one-node graph over the inputs' types and checks CUDA against CPU.
-// Returns false (and checks nothing) when the op rejects these inputs.
+// Builds a one-node graph over the inputs' types and checks CUDA (tensors
+// `shift` bytes into their allocations) against CPU. Returns false (and
+// checks nothing) when the op rejects these inputs.
 inline bool check_op(const std::string& op, std::vector<HostTensor*> inputs, Attrs attrs, const std::string& what,
-                     double scale = 1.0) {
+                     double scale = 1.0, size_t shift = 0) {
   Graph g;
   std::vector<Value*> values;
   for (size_t i = 0; i < inputs.size(); ++i) values.push_back(g.add_input("in" + std::to_string(i), inputs[i]->type));
@@ -98,7 +104,7 @@ inline bool check_op(const std::string& op, std::vector<HostTensor*> inputs, Att
   }
   if (!cpu::cpu_supports(*node, nullptr)) return false;
   std::vector<HostTensor> want = run_node(*node, inputs);
-  std::vector<HostTensor> got = run_node_cuda(*node, inputs);
+  std::vector<HostTensor> got = run_node_cuda(*node, inputs, shift);
   for (size_t k = 0; k < want.size(); ++k) expect_match(got[k], want[k], what + " output " + std::to_string(k), scale);
   return true;
 }
