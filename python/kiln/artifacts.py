@@ -21,7 +21,6 @@ weights is re-bound at load from a state dict or a safetensors file.
 from __future__ import annotations
 
 import operator
-import re
 
 import torch
 
@@ -59,11 +58,6 @@ def _is_input_check(node) -> bool:
     every input's dtype, shape and strides itself, so they need not be saved."""
     return (node.op == "call_function" and not node.users
             and node.target is torch.ops.aten._assert_tensor_metadata.default)
-
-
-def _cuda_arch(device: torch.device) -> str:
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}"
 
 
 def save(compiled, path, weights: bool = True, example_inputs=None, options=None) -> None:
@@ -129,11 +123,7 @@ def save(compiled, path, weights: bool = True, example_inputs=None, options=None
             for i, is_weight in enumerate(region.arg_is_weight):
                 if is_weight and (args[i].data_ptr() != region.bound_ptrs[i] or args[i] is not region.bound_tensors[i]):
                     region.bind(i, args[i])
-    metadata = {}
-    if region.device.type == "cuda":
-        # Kernels are generated at load for the GPU at hand; the file records the
-        # architecture it was built and checked on, the least a loader must have.
-        metadata["kiln.cuda_arch"] = _cuda_arch(region.device)
+    metadata = {}  # the writer records the device and, for CUDA, its architecture (kiln.cuda_arch)
     try:
         import torch.utils._pytree as pytree
 
@@ -201,19 +191,6 @@ class LoadedProgram:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _check_cuda(device: torch.device, metadata: dict, path) -> None:
-    built = metadata.get("kiln.cuda_arch")
-    if device.type != "cuda" or built is None:
-        return
-    here = _cuda_arch(device)
-    if re.fullmatch(r"sm_\d{2,3}", built) is None:
-        raise kiln_error(f"kiln.load: '{path}' names an unknown GPU architecture {built!r}")
-    version = lambda arch: (int(arch[3:-1]), int(arch[-1]))  # noqa: E731 - "sm_90" -> (9, 0)
-    if version(built) > version(here):
-        raise kiln_error(f"kiln.load: '{path}' was built for {built} GPUs; this GPU ({device}) is {here} and cannot "
-                         "run it (load it on a GPU of that architecture or newer, or on cpu)")
-
-
 def _weights_from(weights, device) -> dict:
     """A dict of tensors from a state dict or the path of a safetensors file."""
     if isinstance(weights, (str, bytes)) or hasattr(weights, "__fspath__"):
@@ -234,7 +211,6 @@ def load(path, weights=None, device="cpu") -> LoadedProgram:
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", 0)
     native = _kiln.load_artifact(str(path), str(device))
-    program = LoadedProgram(native, device)
-    _check_cuda(device, program.metadata, path)
+    program = LoadedProgram(native, device)  # the native loader checked the GPU architecture
     program.bind_weights(_weights_from(weights, device) if weights is not None else {})
     return program

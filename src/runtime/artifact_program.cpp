@@ -3,6 +3,7 @@
 // reader so that the reader (and its fuzz target) needs no backend.
 #include "runtime/artifact_reader.h"
 #include "runtime/backend.h"
+#include "runtime/cuda_architecture.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -14,8 +15,13 @@ LoadedProgram::LoadedProgram(std::shared_ptr<const Artifact> artifact, Device de
     KILN_CHECK_KIND(unsupported, cuda_available(&reason), "cannot load this program on ", to_string(device),
                     ": CUDA is not available (", reason, "); load it on cpu");
   }
-  exe_ = std::make_unique<Executable>(artifact_->graph().clone(), device);
   std::unique_ptr<Backend> uploader;
+  const auto arch = artifact_->metadata().find(kCudaArchitectureKey);
+  if (device.kind == DeviceKind::cuda && arch != artifact_->metadata().end()) {
+    uploader = make_backend(device);
+    check_cuda_architecture(arch->second, uploader->architecture(), to_string(device));
+  }
+  exe_ = std::make_unique<Executable>(artifact_->graph().clone(), device);
   for (const ArtifactWeight& w : artifact_->weights()) {
     bound_[w.key] = false;
     if (w.data == nullptr) continue;

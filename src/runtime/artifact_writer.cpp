@@ -14,6 +14,7 @@
 #include "ir/printer.h"
 #include "runtime/artifact_format.h"
 #include "runtime/backend.h"
+#include "runtime/cuda_architecture.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 
@@ -198,6 +199,9 @@ void save_artifact(const Executable& exe, const std::string& path, const Artifac
   std::map<std::string, std::string> entries = options.metadata;
   entries.emplace("producer", "kiln");
   entries["device"] = to_string(exe.device());
+  // Kernels are generated again at load for the GPU at hand; the file records
+  // the architecture it was built and checked on, the least a loader must have.
+  if (exe.device().kind == DeviceKind::cuda) entries[kCudaArchitectureKey] = make_backend(exe.device())->architecture();
   meta.u32(static_cast<uint32_t>(entries.size()));
   for (const auto& [k, v] : entries) {
     meta.str(k);

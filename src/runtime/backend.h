@@ -79,6 +79,8 @@ class Backend {
   // stream), then copies `bytes` of `src` (this backend's memory) to the host:
   // for saving weights and host-staged calls, never in the call path.
   virtual void download(void* host, const void* src, size_t bytes) const = 0;
+  // The device's architecture as saved programs record it ("sm_90"); "" for the CPU.
+  virtual std::string architecture() const { return ""; }
   virtual std::shared_ptr<Allocator> default_allocator() const = 0;
   // Records `body` for replay (Note [Captured calls]); null with `reason` set
   // when this backend cannot, or the work cannot be recorded.

@@ -207,16 +207,6 @@ def test_cuda_load_without_cuda_is_a_clear_error(tmp_path):
         kiln.load(tmp_path / "m.kiln", device="cuda")
 
 
-def test_cuda_arch_mismatch_names_both(monkeypatch):
-    from kiln.artifacts import _check_cuda
-
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
-    with pytest.raises(kiln.Error, match="built for sm_90.*is sm_80"):
-        _check_cuda(torch.device("cuda", 0), {"kiln.cuda_arch": "sm_90"}, "m.kiln")
-    _check_cuda(torch.device("cuda", 0), {"kiln.cuda_arch": "sm_75"}, "m.kiln")  # older builds run on newer GPUs
-    _check_cuda(torch.device("cpu"), {"kiln.cuda_arch": "sm_90"}, "m.kiln")  # a CUDA-saved program on cpu
-
-
 @needs_cuda
 @pytest.mark.parametrize("cls,shape,dtype", [(MLP, (4, 12), torch.float32), (CNN, (2, 3, 8, 8), torch.float16)])
 def test_cuda_save_with_weights_loads_on_cuda_and_cpu(tmp_path, cls, shape, dtype):

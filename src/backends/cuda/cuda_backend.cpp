@@ -135,6 +135,13 @@ class CudaBackend final : public Backend {
     check_cuda(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), "download from cuda:" + std::to_string(device_));
   }
 
+  std::string architecture() const override {
+    int major = 0, minor = 0;
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_), "compute capability");
+    check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_), "compute capability");
+    return "sm_" + std::to_string(major) + std::to_string(minor);
+  }
+
   std::shared_ptr<Allocator> default_allocator() const override { return allocator_; }
 
   std::unique_ptr<CapturedWork> capture(const std::function<void(Stream)>& body, std::string* reason) const override {

@@ -21,6 +21,7 @@
 #include "runtime/artifact_reader.h"
 #include "runtime/artifact_writer.h"
 #include "runtime/backend.h"
+#include "runtime/cuda_architecture.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 
@@ -225,6 +226,29 @@ TEST(Artifact, PublicProgramApi) {
   EXPECT_TRUE(bare.unbound_weights().empty());
   auto outs2 = bare.run({TensorRef{f.x.data(), ElementType::f32, {2, 4}}});
   EXPECT_EQ(std::memcmp(outs2[0].data<float>(), expected[0].data(), 6 * sizeof(float)), 0);
+}
+
+TEST(Artifact, CudaArchitectureCheckNamesBothAndLetsNewerGpusRun) {
+  auto error_of = [](const std::string& built, const std::string& here) -> std::pair<ErrorKind, std::string> {
+    try {
+      check_cuda_architecture(built, here, "cuda:0");
+    } catch (const Error& e) {
+      return {e.kind(), e.what()};
+    }
+    return {ErrorKind::runtime, ""};
+  };
+  auto [kind, message] = error_of("sm_90", "sm_80");
+  EXPECT_EQ(kind, ErrorKind::unsupported);
+  EXPECT_NE(message.find("built for sm_90 GPUs; this GPU (cuda:0) is sm_80"), std::string::npos) << message;
+  EXPECT_EQ(error_of("sm_75", "sm_90").second, "");   // older builds run on newer GPUs
+  EXPECT_EQ(error_of("sm_90", "sm_90").second, "");
+  EXPECT_EQ(error_of("sm_90", "sm_100").second, "");  // three-digit majors compare as numbers
+  EXPECT_NE(error_of("sm_100", "sm_90").second, "");
+  for (const char* bad : {"", "sm_", "sm_9", "sm_9a", "compute_90", "sm_1000"}) {
+    auto [k, m] = error_of(bad, "sm_90");
+    EXPECT_EQ(k, ErrorKind::corrupt_file) << bad;
+    EXPECT_NE(m.find("unknown GPU architecture"), std::string::npos) << m;
+  }
 }
 
 TEST(Artifact, InspectionAndDeviceErrors) {
