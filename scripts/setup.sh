@@ -38,6 +38,7 @@ fi
 
 # ---- Build and install kiln -------------------------------------------------
 export CCACHE_DIR="${CCACHE_DIR:-$CACHE/ccache}"
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"  # paths inside the clone hash relative: clones share the cache
 export PATH="$VENV/bin:$PATH"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 log "building kiln (C++ core, tests, Python module)"
