@@ -11,6 +11,7 @@ BIN="$(dirname "${1:?usage: sanitize.sh PATH/TO/venv/bin/python}")"
 BUILD="$ROOT/build/sanitize"
 export CCACHE_DIR="${CCACHE_DIR:-${KILN_CACHE:-$HOME/.cache/kiln}/ccache}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"  # paths inside the clone hash relative: clones share the cache
+export CCACHE_NOHASHDIR=1  # and so does the -g1 build (its line tables may name another clone's folder)
 "$BIN/cmake" -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_MAKE_PROGRAM="$BIN/ninja" \
   -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O1 -g1" -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON \
   -DKILN_BUILD_PYTHON=OFF -DKILN_ENABLE_CUDA=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache > "$BUILD.configure.log"
