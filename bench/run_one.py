@@ -1,7 +1,7 @@
 """One benchmark measurement in a fresh process: one backend on one workload.
 
 python bench/run_one.py BACKEND WORKLOAD  ->  prints one JSON line with the
-median latency (CUDA events, after warm-up), compile time (the first call),
+median latency (CUDA events, after warm-up), the host's time per call, compile time (the first call),
 device memory over the eager model at the compile peak and after, and the max
 abs difference against eager. Backends: eager, inductor, reduce-overhead, kiln."""
 
@@ -79,11 +79,19 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
+        host = []  # the host's time per call, the device idle at the start of each: the call's Python and launch cost
+        for _ in range(iters):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn(*inputs)
+            host.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
         diff = (out.float() - reference).abs().max().item()
     extra = {"kiln_stage_s": kiln_stage_seconds(compile_s)} if backend == "kiln" else {}
     return {
         **extra,
         "backend": backend, "workload": workload, "median_ms": statistics.median(times),
+        "host_ms": statistics.median(host),
         "compile_s": compile_s, "peak_over_eager_mib": peak / 2**20, "after_over_eager_mib": after / 2**20,
         "max_abs_diff": diff,
     }

@@ -29,6 +29,7 @@ fold graph per folded constant. The Python side only runs those graphs:
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 import torch
 
@@ -38,6 +39,8 @@ from kiln.options import Options
 from kiln.torch_types import KILN_TO_TORCH
 
 _PRECISION_DTYPES = {"fp16": "f16", "bf16": "bf16"}
+_DATA_PTR = torch.Tensor.data_ptr
+_VERSION = operator.attrgetter("_version")
 
 
 def _stamp(t: torch.Tensor) -> tuple[int, int]:
@@ -88,8 +91,7 @@ class SharedConstant:
         # A released source keeps its last folded value: only a new storage (a replaced .data) counts.
         return any(n != k and not released(t) for t, n, k in zip(sources, now, known))
 
-    def fold(self, sources: list[torch.Tensor], device: torch.device) -> None:
-        """Computes the constant into its buffer (allocated on the first fold, on the sources' device)."""
+    def _check_sources(self, sources: list[torch.Tensor]) -> None:
         for i, t in enumerate(sources):
             if released(t):
                 name = self.source_names[i] if self.source_names else f"source {i}"
@@ -97,14 +99,26 @@ class SharedConstant:
                     f"kiln: weight '{name}' was released by donate_weights=True and this folded constant must be "
                     "computed from it again; donated weights cannot be re-folded (recompile without donate_weights "
                     "to update weights after compile)")
+
+    def compile(self, sources: list[torch.Tensor], device: torch.device):
+        """The fold's executable, on the sources' device. Compiling allocates no arena, so every stale
+        constant's executable can be compiled before any runs (their CUDA kernels compile side by side)."""
+        self._check_sources(sources)
+        where = self.tensor.device if self.tensor is not None else sources[0].device if sources else device
+        return compile_graph(self.graph, device=str(where))
+
+    def fold(self, sources: list[torch.Tensor], device: torch.device, exe=None) -> None:
+        """Computes the constant into its buffer (allocated on the first fold, on the sources' device) with
+        `exe` (from compile()), which the caller drops right after, freeing the fold's intermediates."""
+        self._check_sources(sources)  # again: folds before this one may have released sources (donation)
+        if exe is None:
+            exe = self.compile(sources, device)
         out = self.graph.outputs()[0]
         if self.tensor is None:
             where = sources[0].device if sources else device
             self.tensor = torch.empty(list(out.shape), dtype=KILN_TO_TORCH[out.dtype], device=where)
-        exe = compile_graph(self.graph, device=str(self.tensor.device))
         with torch.no_grad():
             exe.run([s.detach() for s in sources], [self.tensor])
-        del exe  # its arena (the fold's intermediates) goes now, before the next fold
         self.stamps = self.seen[tuple(id(t) for t in sources)] = [_stamp(t) for t in sources]
         self.folds += 1
 
@@ -143,6 +157,8 @@ class RegionFolds:
         self.arg_indices = [[arg_of_key[k] for k in f.source_keys] for f in folds]
         self.bound: dict[str, torch.Tensor] = {}  # key -> the constant's buffer bound in the region's program
         self.donor = None  # kiln.donation.Donor under donate_weights: releases sources as their folds complete
+        self.source_args = sorted({i for indices in self.arg_indices for i in indices})
+        self.last_snapshot: list | None = None
 
     @property
     def nbytes(self) -> int:
@@ -150,24 +166,51 @@ class RegionFolds:
 
     def refresh(self, args, exe, device: torch.device) -> int:
         """Re-folds every constant whose sources changed (all of them on the first call); returns how many.
-        A constant another region already computed from the same sources is only bound."""
-        done = 0
-        work = [(fold, [args[i] for i in indices]) for fold, indices in zip(self.constants, self.arg_indices)]
-        if self.donor is not None:
-            self.donor.begin([t for fold, sources in work if fold.shared.stale(sources) for t in sources])
-        for fold, sources in work:
-            shared = fold.shared
-            if shared.stale(sources):
-                shared.fold(sources, device)
-                done += 1
-                if self.donor is not None:
-                    self.donor.after_fold(sources)
-            if self.bound.get(fold.key) is not shared.tensor:
-                exe.bind_weight(fold.key, shared.tensor)
-                self.bound[fold.key] = shared.tensor
-        if done and device.type == "cuda" and not torch.cuda.is_current_stream_capturing():
-            torch.cuda.empty_cache()  # the fold arenas' (and released weights') blocks go back to the device
+        A constant another region already computed from the same sources is only bound.
+
+        The common call changes nothing: the sources' (tensor, storage, version) snapshot equals the last
+        one, and no constant's buffer was replaced (a shared constant is re-folded into its own buffer), so
+        the per-constant checks are skipped."""
+        snapshot = self._snapshot(args)
+        if snapshot is not None and snapshot == self.last_snapshot:
+            return 0
+        done = self._refresh(args, exe, device)
+        self.last_snapshot = self._snapshot(args)  # donation may have released sources just now
         return done
+
+    def _snapshot(self, args) -> list | None:
+        """ids, data pointers and version counters of the source arguments; None for inference tensors
+        (no version counter), which always take the full check."""
+        sources = list(map(args.__getitem__, self.source_args))
+        try:
+            return [list(map(id, sources)), list(map(_DATA_PTR, sources)), list(map(_VERSION, sources))]
+        except RuntimeError:
+            return None
+
+    def _refresh(self, args, exe, device: torch.device) -> int:
+        work = [(fold, [args[i] for i in indices]) for fold, indices in zip(self.constants, self.arg_indices)]
+        stale, seen = [], set()
+        for fold, sources in work:
+            if id(fold.shared) not in seen and fold.shared.stale(sources):
+                seen.add(id(fold.shared))
+                stale.append((fold.shared, sources))
+        if self.donor is not None:
+            self.donor.begin([t for _, sources in stale for t in sources])
+        # Every stale constant's executable first, then one fold at a time, each executable (and its
+        # arena of intermediates) dropped as soon as its constant is written.
+        programs = [shared.compile(sources, device) for shared, sources in stale]
+        for k, (shared, sources) in enumerate(stale):
+            shared.fold(sources, device, programs[k])
+            programs[k] = None
+            if self.donor is not None:
+                self.donor.after_fold(sources)
+        for fold, _ in work:
+            if self.bound.get(fold.key) is not fold.shared.tensor:
+                exe.bind_weight(fold.key, fold.shared.tensor)
+                self.bound[fold.key] = fold.shared.tensor
+        if stale and device.type == "cuda" and not torch.cuda.is_current_stream_capturing():
+            torch.cuda.empty_cache()  # the fold arenas' (and released weights') blocks go back to the device
+        return len(stale)
 
 
 def prepare(graph: _kiln.Graph, options: Options, device: torch.device | None = None) -> list[FoldedConstant]:

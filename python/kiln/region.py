@@ -13,6 +13,13 @@ from kiln.folding import RegionFolds
 from kiln.torch_types import KILN_TO_TORCH
 
 
+def _current_raw_stream(index: int) -> int:
+    """The caller's current cudaStream_t, as an int (torch.cuda.current_stream(index).cuda_stream without
+    building a Stream object on every call)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+
+
 class KilnRegion(torch.nn.Module):
     def __init__(self, exe: Executable, arg_is_weight: list[bool], weight_keys: list[str | None], device: torch.device,
                  folds=(), trace=None, name: str = "region"):
@@ -29,10 +36,12 @@ class KilnRegion(torch.nn.Module):
         self.weight_keys = weight_keys
         self.arg_is_weight = [w and k in live for w, k in zip(arg_is_weight, weight_keys)]
         self.arg_is_dead = [w and k not in live for w, k in zip(arg_is_weight, weight_keys)]
+        self.weight_args = [i for i, w in enumerate(self.arg_is_weight) if w]
+        self.input_args = [i for i, w in enumerate(arg_is_weight) if not w]
         self.bound_ptrs: list[int | None] = [None] * len(arg_is_weight)
         # Holds every bound weight so its storage lives as long as kiln reads it.
         self.bound_tensors: list[torch.Tensor | None] = [None] * len(arg_is_weight)
-        self.input_types = exe.input_types()
+        self.input_types = [(dtype, shape, tuple(strides)) for dtype, shape, strides in exe.input_types()]
         self.output_specs = [
             (tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in exe.output_types()
         ]
@@ -51,18 +60,15 @@ class KilnRegion(torch.nn.Module):
             self.folds.refresh(args, self.exe, self.device)
             if self.first_call and self.trace is not None:
                 self.trace.record("fold", self.kiln_bytes())
-        inputs = []
-        for i, (arg, is_weight) in enumerate(zip(args, self.arg_is_weight)):
-            if self.arg_is_dead[i]:
-                continue
-            if is_weight:
-                if arg.data_ptr() != self.bound_ptrs[i] or arg is not self.bound_tensors[i]:
-                    self.bind(i, arg)
-            else:
-                inputs.append(self._as_expected(arg, len(inputs)))
+        bound = self.bound_tensors
+        for i in self.weight_args:
+            arg = args[i]
+            if arg is not bound[i] or arg.data_ptr() != self.bound_ptrs[i]:
+                self.bind(i, arg)
+        inputs = [self._as_expected(args[i], k) for k, i in enumerate(self.input_args)]
         outputs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
         # On CUDA, kiln runs on the caller's current stream and never synchronizes.
-        stream = torch.cuda.current_stream(self.device).cuda_stream if self.device.type == "cuda" else 0
+        stream = _current_raw_stream(self.device.index or 0) if self.device.type == "cuda" else 0
         self.exe.run(inputs, outputs, stream)
         if self.first_call:
             self.first_call = False
@@ -73,7 +79,7 @@ class KilnRegion(torch.nn.Module):
     def _as_expected(self, t: torch.Tensor, index: int) -> torch.Tensor:
         _, shape, strides = self.input_types[index]
         t = t.detach()
-        if list(t.stride()) != list(strides) and list(t.shape) == list(shape) and t.numel() > 1:
+        if t.stride() != strides and list(t.shape) == list(shape) and t.numel() > 1:
             # Same values in the layout the executable was planned for (an activation, never a weight).
             if list(strides) == contiguous_strides(shape):
                 return t.contiguous()

@@ -195,14 +195,14 @@ def test_memory_report_records_the_stages():
 class _FoldProbe:
     """Counts what kiln holds while it folds: wraps the fold executables so that, at the moment each
     fold runs (its source, its new buffer and its arena all alive), the bytes held by the model's
-    weights, the constants already computed and the live fold arenas are summed."""
+    weights, the constants already computed and the live fold arenas are summed. Executables may be
+    compiled ahead (compiling allocates no arena), but one that has run must be gone before the next runs."""
 
     def __init__(self, monkeypatch, model, reports):
         self.model, self.reports, self.live, self.samples = model, reports, [], []
         real = kiln.folding.compile_graph
 
         def tracking(graph, device="cpu", **kw):
-            assert all(ref() is None for ref in self.live), "a fold started while another fold's arena was alive"
             exe = _Counted(real(graph, device, **kw), self)
             self.live.append(weakref.ref(exe))
             return exe
@@ -220,9 +220,13 @@ class _Counted:
     """A fold executable that samples _FoldProbe's measure when it runs."""
 
     def __init__(self, exe, probe):
-        self.exe, self.probe = exe, probe
+        self.exe, self.probe, self.ran = exe, probe, False
 
     def run(self, inputs, outputs):
+        others = [ref() for ref in self.probe.live if ref() is not self]
+        assert not any(e is not None and e.ran for e in others), "a fold ran while an earlier fold's arena was alive"
+        assert all(e is None or e.exe.arena_address() == 0 for e in others), "a fold arena was allocated ahead"
+        self.ran = True
         out = outputs[0]
         self.probe.samples.append((self.probe.weight_bytes(), self.probe.constant_bytes(), self.exe.arena_bytes(),
                                    out.numel() * out.element_size()))

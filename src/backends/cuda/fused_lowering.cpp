@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "backends/cuda/cuda_plugin.h"
 #include "backends/cuda/fused_codegen.h"
@@ -27,24 +28,17 @@ int device_arch(int device) {
 
 class GeneratedFusedKernel final : public CudaKernel {
  public:
+  // The CUBIN compiles on the kernel cache's pool (kernel_cache.h) while the
+  // rest of the graph lowers; the first launch waits for it and loads it. An
+  // executable's first call never runs under a CUDA-graph capture
+  // (executable.cpp), so nothing loads inside one.
   GeneratedFusedKernel(const Node& node, int device, FusedSource src)
-      : CudaKernel(node, device), src_(std::move(src)) {
-    const int arch = device_arch(device);
-    std::shared_ptr<const std::string> cubin = cached_cubin(
-        src_.source, {NvrtcHeader{kScalarMathHeaderName, scalar_math_header_text()}}, arch, "kiln_fused.cu");
-    check_cuda(cudaLibraryLoadData(&library_, cubin->data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-               str_cat("loading the generated kernel of fused node '", node.name, "'"));
-    check_cuda(cudaLibraryGetKernel(&scalar_, library_, kFusedScalarKernel), "finding kiln_fused_scalar");
-    if (src_.vec > 1) check_cuda(cudaLibraryGetKernel(&vector_, library_, kFusedVectorKernel), "finding kiln_fused_vec");
-    // Load both kernels into the device's context now (loading is lazy), so
-    // neither loads inside a CUDA-graph capture.
-    for (cudaKernel_t k : {scalar_, vector_}) {
-      cudaFuncAttributes attributes{};
-      if (k != nullptr)
-        check_cuda(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(k)), "loading a generated kernel");
-    }
-  }
+      : CudaKernel(node, device),
+        src_(std::move(src)),
+        cubin_(cubin_async(src_.source, {NvrtcHeader{kScalarMathHeaderName, scalar_math_header_text()}},
+                           device_arch(device), "kiln_fused.cu")) {}
   ~GeneratedFusedKernel() override {
+    cubin_.wait();  // never leave a compile of ours running
     if (library_ != nullptr) cudaLibraryUnload(library_);
   }
   std::string describe() const override {
@@ -63,6 +57,7 @@ class GeneratedFusedKernel final : public CudaKernel {
       const int align = src_.vec_alignment[k];
       vector = align == 0 || reinterpret_cast<uintptr_t>(ptrs[k]) % static_cast<uintptr_t>(align) == 0;
     }
+    std::call_once(loaded_, [this] { load(); });
     const int64_t work = vector ? src_.numel / src_.vec : src_.numel;
     const int64_t blocks = std::min<int64_t>((work + kFusedThreads - 1) / kFusedThreads, int64_t{1} << 20);
     void* args[] = {ptrs.data()};  // the kernel's one parameter: struct { void* p[N]; }
@@ -72,9 +67,25 @@ class GeneratedFusedKernel final : public CudaKernel {
   }
 
  private:
+  // Waits for the CUBIN (rethrowing its compile error) and loads both kernels into the device's context.
+  void load() const {
+    std::shared_ptr<const std::string> cubin = cubin_.get();
+    check_cuda(cudaLibraryLoadData(&library_, cubin->data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+               str_cat("loading the generated kernel of fused node '", node_name(), "'"));
+    check_cuda(cudaLibraryGetKernel(&scalar_, library_, kFusedScalarKernel), "finding kiln_fused_scalar");
+    if (src_.vec > 1) check_cuda(cudaLibraryGetKernel(&vector_, library_, kFusedVectorKernel), "finding kiln_fused_vec");
+    for (cudaKernel_t k : {scalar_, vector_}) {  // loading is lazy: load now, outside any capture
+      cudaFuncAttributes attributes{};
+      if (k != nullptr)
+        check_cuda(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(k)), "loading a generated kernel");
+    }
+  }
+
   FusedSource src_;
-  cudaLibrary_t library_ = nullptr;
-  cudaKernel_t scalar_ = nullptr, vector_ = nullptr;
+  CubinFuture cubin_;
+  mutable std::once_flag loaded_;
+  mutable cudaLibrary_t library_ = nullptr;
+  mutable cudaKernel_t scalar_ = nullptr, vector_ = nullptr;
 };
 
 }  // namespace

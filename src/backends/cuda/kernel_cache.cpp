@@ -3,12 +3,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "support/env.h"
@@ -51,15 +56,82 @@ struct Hasher {
 
 uint64_t checksum(const std::string& s) { return fnv1a(s.data(), s.size(), 0xcbf29ce484222325ull); }
 
+struct CachedCubin {
+  CubinFuture future;
+  uint64_t id;  // which request made it, so a failed compile removes only its own entry
+};
+
 struct MemoryCache {
   std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<const std::string>> cubins;
+  // Finished compiles and those under way, by key: a second request waits for the first.
+  std::unordered_map<std::string, CachedCubin> cubins;
   KernelCacheStats stats;
 };
 
 MemoryCache& memory() {
   static MemoryCache* cache = new MemoryCache();  // never destroyed: used until exit
   return *cache;
+}
+
+// Worker threads that run cache lookups and NVRTC compiles in request order.
+class CompilePool {
+ public:
+  CompilePool() {
+    const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+    for (unsigned i = 0; i < n; ++i) std::thread([this] { work(); }).detach();
+  }
+  void submit(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return !jobs_.empty(); });
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+};
+
+CompilePool& compile_pool() {
+  static CompilePool* pool = new CompilePool();  // never destroyed: its threads run until exit
+  return *pool;
+}
+
+// The CUBIN for `key` from disk, else NVRTC (then written to disk).
+std::shared_ptr<const std::string> load_or_compile(const std::string& key, const std::string& source,
+                                                   const std::vector<NvrtcHeader>& headers, int arch,
+                                                   const std::string& program_name) {
+  MemoryCache& m = memory();
+  const std::string path = kernel_cache_dir() + "/" + key + ".cubin";
+  std::optional<std::string> cubin = read_cache_file(path, key);
+  if (cubin) {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    ++m.stats.disk_hits;
+  } else {
+    std::error_code ec;
+    bool present = std::filesystem::exists(path, ec);
+    cubin = nvrtc_compile_cubin(source, headers, arch, program_name);
+    bool written = write_cache_file(path, key, *cubin);
+    if (!written) log_at(LogLevel::warn, "kernel cache: cannot write ", path, "; compiled kernels are not kept on disk");
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.stats.disk_rejects += present ? 1 : 0;
+    m.stats.disk_writes += written ? 1 : 0;
+  }
+  return std::make_shared<const std::string>(std::move(*cubin));
 }
 
 }  // namespace
@@ -137,35 +209,42 @@ bool write_cache_file(const std::string& path, const std::string& key, const std
   return true;
 }
 
-std::shared_ptr<const std::string> cached_cubin(const std::string& source, const std::vector<NvrtcHeader>& headers,
-                                                int arch, const std::string& program_name) {
+CubinFuture cubin_async(const std::string& source, const std::vector<NvrtcHeader>& headers, int arch,
+                        const std::string& program_name) {
+  static std::atomic<uint64_t> next_id{0};
   const std::string key = kernel_cache_key(source, headers, arch, nvrtc_version());
   MemoryCache& m = memory();
+  auto promise = std::make_shared<std::promise<std::shared_ptr<const std::string>>>();
+  const uint64_t id = next_id++;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
-    auto it = m.cubins.find(key);
-    if (it != m.cubins.end()) {
+    auto [it, inserted] = m.cubins.emplace(key, CachedCubin{promise->get_future().share(), id});
+    if (!inserted) {
       ++m.stats.memory_hits;
-      return it->second;
+      return it->second.future;
     }
+    CubinFuture future = it->second.future;
+    compile_pool().submit([promise, id, key, source, headers, arch, program_name] {
+      try {
+        promise->set_value(load_or_compile(key, source, headers, arch, program_name));
+      } catch (...) {
+        {
+          // A failed compile is not kept: the next request tries again and reports its own error.
+          MemoryCache& mc = memory();
+          std::lock_guard<std::mutex> guard(mc.mutex);
+          auto at = mc.cubins.find(key);
+          if (at != mc.cubins.end() && at->second.id == id) mc.cubins.erase(at);
+        }
+        promise->set_exception(std::current_exception());
+      }
+    });
+    return future;
   }
-  const std::string path = kernel_cache_dir() + "/" + key + ".cubin";
-  std::optional<std::string> cubin = read_cache_file(path, key);
-  bool from_disk = cubin.has_value();
-  if (!from_disk) {
-    std::error_code ec;
-    bool present = std::filesystem::exists(path, ec);
-    cubin = nvrtc_compile_cubin(source, headers, arch, program_name);
-    bool written = write_cache_file(path, key, *cubin);
-    if (!written) log_at(LogLevel::warn, "kernel cache: cannot write ", path, "; compiled kernels are not kept on disk");
-    std::lock_guard<std::mutex> lock(m.mutex);
-    m.stats.disk_rejects += present ? 1 : 0;
-    m.stats.disk_writes += written ? 1 : 0;
-  }
-  auto shared = std::make_shared<const std::string>(std::move(*cubin));
-  std::lock_guard<std::mutex> lock(m.mutex);
-  if (from_disk) ++m.stats.disk_hits;
-  return m.cubins.emplace(key, shared).first->second;
+}
+
+std::shared_ptr<const std::string> cached_cubin(const std::string& source, const std::vector<NvrtcHeader>& headers,
+                                                int arch, const std::string& program_name) {
+  return cubin_async(source, headers, arch, program_name).get();
 }
 
 KernelCacheStats kernel_cache_stats() {

@@ -10,9 +10,15 @@
 // is short, corrupt or for another key is ignored and rewritten, never
 // loaded. A cache folder that cannot be written only costs the disk cache
 // (a warning in the log), never a compile. Pure C++ (no CUDA headers).
+//
+// Misses compile on a small pool of threads (one per core, at most 8), so the
+// fused kernels of a model compile side by side: a lowering asks for its
+// CUBIN with cubin_async and waits only when it first needs the code. A key
+// asked for again while it compiles shares the one compile.
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,8 +44,14 @@ std::string kernel_cache_key(const std::string& source, const std::vector<NvrtcH
                              const std::string& nvrtc_version);
 // $KILN_CACHE_DIR, else $HOME/.cache/kiln/kernels.
 std::string kernel_cache_dir();
+using CubinFuture = std::shared_future<std::shared_ptr<const std::string>>;
+
 // The CUBIN for `source` compiled for sm_<arch>: from memory, else disk, else
-// NVRTC (then stored in both).
+// NVRTC (then stored in both), looked up and compiled on the compile pool.
+// get() rethrows a compile error.
+CubinFuture cubin_async(const std::string& source, const std::vector<NvrtcHeader>& headers, int arch,
+                        const std::string& program_name);
+// cubin_async(...).get().
 std::shared_ptr<const std::string> cached_cubin(const std::string& source, const std::vector<NvrtcHeader>& headers,
                                                 int arch, const std::string& program_name);
 KernelCacheStats kernel_cache_stats();

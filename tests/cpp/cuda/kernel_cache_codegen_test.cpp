@@ -2,7 +2,8 @@
 // and change with everything that decides the machine code; disk files are
 // read back only when intact and for their key; a second compile of the same
 // source is served from disk with no NVRTC run, and a corrupt file is
-// recompiled and rewritten.
+// recompiled and rewritten; requests compile side by side on the pool, one
+// compile per key, and a failed compile is reported and not kept.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "backends/cuda/fused_codegen.h"
 #include "backends/cuda/kernel_cache.h"
+#include "support/error.h"
 
 namespace kiln::cuda {
 namespace {
@@ -123,6 +125,43 @@ TEST(KernelCache, AnUnwritableCacheFolderOnlyCostsTheDiskCache) {
   EXPECT_FALSE(cubin->empty());
   unsetenv("KILN_CACHE_DIR");
   fs::remove(dir.path);
+}
+
+TEST(KernelCache, RequestsCompileSideBySideWithOneCompilePerKey) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << why;
+  TempDir dir;
+  ASSERT_EQ(setenv("KILN_CACHE_DIR", dir.path.c_str(), 1), 0);
+  kernel_cache_forget_memory();
+  const KernelCacheStats s0 = kernel_cache_stats();
+  std::vector<CubinFuture> first, second;
+  for (int k = 0; k < 6; ++k) {
+    const std::string src = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] += " + std::to_string(k) +
+                            ".0f; }  // " + std::to_string(getpid());
+    first.push_back(cubin_async(src, {}, 90, "t.cu"));
+    second.push_back(cubin_async(src, {}, 90, "t.cu"));  // while the first may still compile
+  }
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_FALSE(first[k].get()->empty());
+    EXPECT_EQ(first[k].get(), second[k].get()) << "request " << k << " compiled twice";
+    for (int j = 0; j < k; ++j) EXPECT_NE(*first[k].get(), *first[j].get());
+  }
+  EXPECT_EQ(kernel_cache_stats().nvrtc_compiles, s0.nvrtc_compiles + 6);
+  EXPECT_EQ(kernel_cache_stats().memory_hits, s0.memory_hits + 6);
+
+  // A compile error reaches every waiter and is not kept: asking again compiles (and fails) again.
+  const std::string broken = "extern \"C\" __global__ void k(float* p) { p[0] = undeclared; }";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    CubinFuture f = cubin_async(broken, {}, 90, "broken.cu");
+    try {
+      f.get();
+      ADD_FAILURE() << "a broken kernel compiled";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("undeclared"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(kernel_cache_stats().nvrtc_compiles, s0.nvrtc_compiles + 8);
+  unsetenv("KILN_CACHE_DIR");
 }
 
 }  // namespace
