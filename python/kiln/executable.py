@@ -24,6 +24,11 @@ class Executable:
         On CUDA the work is enqueued on `stream` (a cudaStream_t as an int) and not waited for."""
         self._native.run(list(inputs), list(outputs), stream)
 
+    def run_into(self, inputs, outputs, stream: int = 0) -> None:
+        """run() with each output given by its address (an int): a contiguous buffer of output_types()[k] on
+        this executable's device, allocated by the caller."""
+        self._native.run_into(inputs, outputs, stream)
+
     def __call__(self, *inputs):
         """Convenience for NumPy: allocates the outputs as NumPy arrays and returns them."""
         import numpy as np

@@ -198,12 +198,16 @@ class RegionFolds:
             self.donor.begin([t for _, sources in stale for t in sources])
         # Every stale constant's executable first, then one fold at a time, each executable (and its
         # arena of intermediates) dropped as soon as its constant is written.
-        programs = [shared.compile(sources, device) for shared, sources in stale]
-        for k, (shared, sources) in enumerate(stale):
-            shared.fold(sources, device, programs[k])
-            programs[k] = None
-            if self.donor is not None:
-                self.donor.after_fold(sources)
+        programs = []
+        try:
+            programs.extend(shared.compile(sources, device) for shared, sources in stale)
+            for k, (shared, sources) in enumerate(stale):
+                shared.fold(sources, device, programs[k])
+                programs[k] = None
+                if self.donor is not None:
+                    self.donor.after_fold(sources)
+        finally:
+            programs.clear()  # on an error too: a traceback that keeps this frame keeps no executable
         for fold, _ in work:
             if self.bound.get(fold.key) is not fold.shared.tensor:
                 exe.bind_weight(fold.key, fold.shared.tensor)

@@ -295,6 +295,22 @@ void bind_executable(nb::module_& m) {
            nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
            "Runs one call. On CUDA the work is enqueued on `stream` (a cudaStream_t as an int, e.g. "
            "torch.cuda.current_stream().cuda_stream; 0 is the default stream) and not waited for.")
+      .def("run_into",
+           [](Executable& e, const nb::list& inputs, const std::vector<uintptr_t>& outputs, uintptr_t stream) {
+             std::vector<TensorView> ins = to_views(inputs, "input");
+             const std::vector<TensorType> types = e.output_types();
+             KILN_CHECK(outputs.size() == types.size(), "run_into: expected ", types.size(), " output addresses, got ",
+                        outputs.size());
+             std::vector<TensorView> outs;
+             outs.reserve(types.size());
+             for (size_t k = 0; k < types.size(); ++k)
+               outs.emplace_back(reinterpret_cast<void*>(outputs[k]), types[k], e.device());
+             nb::gil_scoped_release release;
+             e.run(ins, outs, Stream{reinterpret_cast<void*>(stream)});
+           },
+           nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+           "run() with each output given by its address: a contiguous buffer of output_types()[k] on the "
+           "executable's device that the caller allocated (skips DLPack for outputs kiln itself described).")
       .def("input_types", [](const Executable& e) { return types_to_py(e.input_types()); })
       .def("output_types", [](const Executable& e) { return types_to_py(e.output_types()); })
       .def("weight_keys", &Executable::weight_keys)

@@ -124,6 +124,10 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return;
     DeviceGuard guard(device_);
     check_cuda(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "upload to cuda:" + std::to_string(device_));
+    // From pageable memory cudaMemcpy can return before the DMA lands, and a
+    // non-blocking stream (torch's side streams, a caller's) does not wait for
+    // the legacy stream it ran on: wait for it here.
+    check_cuda(cudaStreamSynchronize(cudaStreamLegacy), "upload to cuda:" + std::to_string(device_));
   }
 
   // The device-wide wait covers work on every stream (a torch stream, a

@@ -75,6 +75,7 @@ TEST(CudaRuntime, GraphsReplayFollowNewAddressesAndWeightUpdates) {
   f.w = random_tensor(DType::f32, {32, 32}, f.rng);
   f.cpu.bind_weight("w", f.w.view());
   KILN_CUDA_OK(cudaMemcpy(f.dw.data, f.w.data(), f.dw.bytes, cudaMemcpyHostToDevice));
+  KILN_CUDA_OK(cudaDeviceSynchronize());  // the DMA has landed before the non-blocking stream reads it
   gpu.run(in, outs, Stream{s});
   KILN_CUDA_OK(cudaStreamSynchronize(s));
   expect_match(out.download(), f.reference(x), "after the weight update");

@@ -33,6 +33,9 @@ struct DeviceTensor {
     EXPECT_EQ(cudaMalloc(&allocation, bytes + shift), cudaSuccess);
     data = static_cast<char*>(allocation) + shift;
     EXPECT_EQ(cudaMemcpy(data, h.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    // From pageable memory cudaMemcpy may return before its DMA lands, and the
+    // tests launch on non-blocking streams, which do not wait for it: wait here.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   DeviceTensor(const DeviceTensor&) = delete;
   DeviceTensor& operator=(const DeviceTensor&) = delete;
