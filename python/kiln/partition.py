@@ -2,7 +2,7 @@
 
 Nodes kiln can take (an ATen adapter exists, tensors on the target device in
 supported dtypes) are grouped by torch's capability-based partitioner into
-regions; each region is imported into a kiln Graph. A node whose import fails
+regions (or, when kiln takes every node, into one region built directly); each region is imported into a kiln Graph. A node whose import fails
 is marked as a fallback with the reason and the partition is redone, so the
 final graph always runs, and every decision is recorded for kiln.explain."""
 
@@ -103,6 +103,13 @@ def partition(gm: fx.GraphModule, weights: set[str], device_type: str) -> Partit
             reason = static_reason(node, device_type)
             if reason is not None:
                 rejected[node.name] = reason
+    if not rejected:
+        fused = _whole_graph_region(gm)
+        if fused is not None:
+            try:
+                return Partitioned(fused, _import_regions(fused, weights, device_type), _decisions(gm, rejected))
+            except ImportFailure as failure:
+                rejected[failure.node.name] = failure.reason
     for _ in range(len(gm.graph.nodes) + 1):
         work = _copy_module(gm)
         partitioner = CapabilityBasedPartitioner(
@@ -116,6 +123,45 @@ def partition(gm: fx.GraphModule, weights: set[str], device_type: str) -> Partit
             continue
         return Partitioned(fused, regions, _decisions(gm, rejected))
     raise RuntimeError("kiln: partitioning did not converge")
+
+
+def _whole_graph_region(gm: fx.GraphModule) -> fx.GraphModule | None:
+    """What the partitioner makes of a graph whose every node kiln takes: one region ("fused_0") of all
+    of its call_function nodes, with the graph inputs they read as arguments in graph order, returning
+    the values the graph's output reads (a tuple unless there is one). Built directly: the capability
+    partitioner's cost grows faster than the graph (a third of BERT's import). None when the graph
+    holds another kind of node or its output reads nothing the region computes."""
+    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "get_attr", "output")]
+    if not nodes or any(n.op != "call_function" for n in nodes):
+        return None
+    inner = set(nodes)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = [n for n in dict.fromkeys(output.all_input_nodes) if n in inner]
+    if not results:
+        return None
+    inputs = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr") and any(u in inner for u in n.users)]
+    sub, env = fx.Graph(), {}
+    for a in inputs:
+        env[a] = sub.placeholder(a.name)
+        env[a].meta = dict(a.meta)
+    for n in nodes:
+        env[n] = sub.node_copy(n, env.__getitem__)
+    sub.output(env[results[0]] if len(results) == 1 else tuple(env[r] for r in results))
+
+    outer, outer_env, attributes = fx.Graph(), {}, {}
+    for n in gm.graph.nodes:
+        if n.op in ("placeholder", "get_attr"):
+            outer_env[n] = outer.node_copy(n, outer_env.__getitem__)
+            if n.op == "get_attr":
+                attributes[n.target] = getattr(gm, n.target)
+    call = outer.call_module("fused_0", tuple(outer_env[a] for a in inputs))
+    if len(results) == 1:
+        outer_env[results[0]] = call
+    else:
+        for i, r in enumerate(results):
+            outer_env[r] = outer.call_function(operator.getitem, (call, i))
+    outer.output(fx.map_arg(output.args[0], outer_env.__getitem__))
+    return fx.GraphModule({**attributes, "fused_0": fx.GraphModule(gm, sub)}, outer)
 
 
 def _import_regions(fused: fx.GraphModule, weights: set[str], device_type: str):
