@@ -56,6 +56,21 @@ def test_wrong_input_count_and_unbound_weight_are_named():
         exe.bind_weight("w", np.ones((3, 4), np.float32))
 
 
+def test_run_into_writes_outputs_by_address_and_checks_their_count():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3), dtype=np.float32)
+    w = rng.standard_normal((4, 3), dtype=np.float32)
+    exe = kiln.compile_graph(small_graph())
+    exe.bind_weight("w", w)
+    out = np.full((2, 4), np.nan, np.float32)
+    exe.run_into([x], [out.ctypes.data])
+    np.testing.assert_allclose(out, np.maximum(x @ w.T, 0), rtol=1e-6, atol=1e-6)
+    with pytest.raises(kiln.Error, match="expected 1 output addresses, got 2"):
+        exe.run_into([x], [out.ctypes.data, out.ctypes.data])
+    with pytest.raises(kiln.Error, match="output 0"):
+        exe.run_into([x], [0])  # a null address is refused, not written
+
+
 def test_wrong_device_is_named():
     exe = kiln.compile_graph(small_graph())
     exe.bind_weight("w", np.ones((4, 3), np.float32))

@@ -134,6 +134,34 @@ def test_graph_break_gives_two_kiln_graphs_and_correct_output():
     assert report.fallbacks == []
 
 
+class _ReturnsInputsAndRepeats(torch.nn.Module):
+    """Outputs that the partition must route: a region value twice, a graph input, two region values."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        h = self.fc(x)
+        r = torch.relu(h)
+        return r, y, h + y, r
+
+
+def test_a_graph_kiln_takes_whole_is_one_region_and_routes_every_output():
+    torch.manual_seed(0)
+    model, x, y = _ReturnsInputsAndRepeats().eval(), torch.randn(3, 8), torch.randn(3, 8)
+    reports = []
+    compiled = torch.compile(model, backend=lambda gm, ex: kiln_backend(gm, ex, reports=reports))
+    with torch.no_grad():
+        got, want = compiled(x, y), model(x, y)
+    assert len(got) == len(want) == 4
+    for g, w in zip(got, want):
+        assert_close(g, w)
+    assert got[1] is y or torch.equal(got[1], y)
+    assert len(reports) == 1 and len(reports[0].region_modules) == 1
+    assert all(d.lowered for d in reports[0].decisions)
+
+
 def test_non_contiguous_inputs():
     torch.manual_seed(0)
     model = MLP().eval()
