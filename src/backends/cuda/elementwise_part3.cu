@@ -1,0 +1,3 @@
+// Part 3 of the elementwise kernels' instantiations (elementwise_kernels.cuh).
+#define KILN_ELEMENTWISE_PART 3
+#include "backends/cuda/elementwise_part.inc"
