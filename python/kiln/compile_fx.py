@@ -13,7 +13,7 @@ import weakref
 import torch
 import torch.fx as fx
 
-from kiln.executable import compile_graph
+from kiln.executable import compile_graph, torch_math
 from kiln.folding import prepare
 from kiln.fx_rewrites import rewrite_as_strided_views
 from kiln.graph_weights import attach as attach_weights
@@ -48,8 +48,9 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
     prepared = [(name, graph, args, prepare(graph, options, device)) for name, (graph, args) in parts.regions.items()]
     trace.record("plan")
     region_reports, region_modules, region_args = [], [], []
+    math = torch_math() if device.type == "cuda" else {}  # TF32 as torch allows it, read at compile time
     for name, graph, args, folds in prepared:
-        exe = compile_graph(graph, device=str(device), cuda_graphs=options.cuda_graphs)
+        exe = compile_graph(graph, device=str(device), cuda_graphs=options.cuda_graphs, **math)
         arg_is_weight = [a.name in weights or a.op == "get_attr" for a in args]
         placeholders = [n for n in getattr(module, name).graph.nodes if n.op == "placeholder"]
         keys = [ph.name if w else None for ph, w in zip(placeholders, arg_is_weight)]

@@ -72,14 +72,27 @@ _NUMPY = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", 
           "i8": "int8", "u8": "uint8", "bool": "bool"}
 
 
-def compile_graph(graph: _kiln.Graph, device: str = "cpu", optimize: bool = True, cuda_graphs: bool = True) -> Executable:
+def compile_graph(graph: _kiln.Graph, device: str = "cpu", optimize: bool = True, cuda_graphs: bool = True,
+                  tf32_matmul: bool = False, tf32_conv: bool = False) -> Executable:
     """Compiles `graph` for `device` ("cpu", or "cuda[:N]" where the CUDA backend is built).
 
     On CUDA the executable's device memory (its arena and literals) comes from torch's caching
     allocator, so torch.cuda.memory_allocated() counts it, and with `cuda_graphs` its calls are
-    replayed as CUDA graphs (src/runtime/executable.h says when and how)."""
+    replayed as CUDA graphs (src/runtime/executable.h says when and how). `tf32_matmul` and
+    `tf32_conv` let f32 matrix products and convolutions use TF32 tensor cores on CUDA (Note [Math
+    modes] in src/runtime/math_options.h; torch_math() gives torch's current choice)."""
     allocator = torch_allocator(device) if device.startswith("cuda") else None
-    return Executable(_kiln.compile(graph, device, optimize, allocator, cuda_graphs))
+    return Executable(_kiln.compile(graph, device, optimize, allocator, cuda_graphs, tf32_matmul, tf32_conv))
+
+
+def torch_math() -> dict:
+    """torch's switches for TF32 as compile_graph's arguments: f32 matrix products follow
+    torch.backends.cuda.matmul.allow_tf32 (torch.set_float32_matmul_precision sets it), f32
+    convolutions torch.backends.cudnn.allow_tf32 (on by default in torch)."""
+    import torch
+
+    return {"tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "tf32_conv": bool(torch.backends.cudnn.allow_tf32 and torch.backends.cudnn.enabled)}
 
 
 def torch_allocator(device: str):

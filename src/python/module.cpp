@@ -339,21 +339,24 @@ void bind_executable(nb::module_& m) {
 
   m.def(
       "compile",
-      [](PyGraph& g, const std::string& device, bool optimize, nb::object allocator, bool cuda_graphs) {
+      [](PyGraph& g, const std::string& device, bool optimize, nb::object allocator, bool cuda_graphs, bool tf32_matmul,
+         bool tf32_conv) {
         std::unique_ptr<Graph> graph = g.graph->clone();
         verify_graph(*graph);
         if (optimize) run_pipeline(*graph);
         const Device dev = parse_device(device);
         ExecutableOptions options;
         options.cuda_graphs = cuda_graphs;
+        options.math = MathOptions{tf32_matmul, tf32_conv};
         if (!allocator.is_none()) options.allocator = python_allocator(dev, allocator);
         return new Executable(std::move(graph), dev, std::move(options));
       },
       nb::arg("graph"), nb::arg("device") = "cpu", nb::arg("optimize") = true, nb::arg("allocator") = nb::none(),
-      nb::arg("cuda_graphs") = true,
+      nb::arg("cuda_graphs") = true, nb::arg("tf32_matmul") = false, nb::arg("tf32_conv") = false,
       "Optimizes a copy of `graph` and compiles it into an Executable for `device`. `allocator`, if given, is "
       "called as allocator(nbytes, alignment) -> (address, owner) for the executable's device memory (the arena, "
-      "literals); kiln keeps `owner` alive until it frees that memory. `cuda_graphs` replays CUDA calls as graphs.");
+      "literals); kiln keeps `owner` alive until it frees that memory. `cuda_graphs` replays CUDA calls as graphs. "
+      "`tf32_matmul` and `tf32_conv` let f32 matrix products and convolutions use TF32 tensor cores on CUDA.");
 }
 
 }  // namespace

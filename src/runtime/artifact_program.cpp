@@ -21,7 +21,10 @@ LoadedProgram::LoadedProgram(std::shared_ptr<const Artifact> artifact, Device de
     uploader = make_backend(device);
     check_cuda_architecture(arch->second, uploader->architecture(), to_string(device));
   }
-  exe_ = std::make_unique<Executable>(artifact_->graph().clone(), device);
+  ExecutableOptions options;
+  const auto math = artifact_->metadata().find(kMathKey);
+  if (math != artifact_->metadata().end()) options.math = parse_math_options(math->second);
+  exe_ = std::make_unique<Executable>(artifact_->graph().clone(), device, std::move(options));
   for (const ArtifactWeight& w : artifact_->weights()) {
     bound_[w.key] = false;
     if (w.data == nullptr) continue;

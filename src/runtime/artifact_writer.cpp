@@ -202,6 +202,7 @@ void save_artifact(const Executable& exe, const std::string& path, const Artifac
   // Kernels are generated again at load for the GPU at hand; the file records
   // the architecture it was built and checked on, the least a loader must have.
   if (exe.device().kind == DeviceKind::cuda) entries[kCudaArchitectureKey] = make_backend(exe.device())->architecture();
+  if (exe.math() != MathOptions{}) entries[kMathKey] = to_string(exe.math());
   meta.u32(static_cast<uint32_t>(entries.size()));
   for (const auto& [k, v] : entries) {
     meta.str(k);

@@ -13,6 +13,7 @@
 
 #include "ir/graph.h"
 #include "runtime/allocator.h"
+#include "runtime/math_options.h"
 #include "runtime/tensor_view.h"
 
 namespace kiln {
@@ -93,6 +94,8 @@ class Backend {
   virtual void use_allocator(std::shared_ptr<Allocator> allocator) {}
   // A fence for ordering calls across streams; null where calls are synchronous (CPU).
   virtual std::unique_ptr<StreamFence> make_fence() const { return nullptr; }
+  // The math modes the kernels lowered from now on may use (Note [Math modes]); the CPU ignores them.
+  virtual void set_math(const MathOptions& math) {}
 };
 
 // The backend for `device`; throws kiln::Error(unsupported) when kiln has none

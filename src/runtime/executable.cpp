@@ -68,6 +68,7 @@ void Executable::build() {
   KILN_CHECK(allocator_->device() == device_, "Executable: allocator is for ", to_string(allocator_->device()),
              " but the executable runs on ", to_string(device_));
   if (options_.allocator != nullptr) backend_->use_allocator(allocator_);
+  backend_->set_math(options_.math);
   plan_ = plan_memory(*graph_, options_.plan);
   verify_memory_plan(*graph_, plan_);
   ptr_.assign(plan_.values.size(), nullptr);
@@ -301,6 +302,7 @@ std::string Executable::describe() const {
     out << (!options_.cuda_graphs                   ? ", CUDA graphs off"
             : stats_.uncaptured_reason.empty() ? ", CUDA graphs on"
                                                : ", uncaptured: " + stats_.uncaptured_reason);
+  if (options_.math != MathOptions{}) out << ", math " << to_string(options_.math);
   out << "\n";
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];

@@ -61,6 +61,7 @@ struct ExecutableOptions {
   PlanOptions plan;
   std::shared_ptr<Allocator> allocator;  // null: the backend's default allocator
   bool cuda_graphs = true;               // replay calls as CUDA graphs (ignored on CPU)
+  MathOptions math;                      // Note [Math modes]
 };
 
 // What an executable's calls did so far (tests and describe()).
@@ -101,6 +102,7 @@ class Executable {
   const MemoryPlan& plan() const { return plan_; }
   const Graph& graph() const { return *graph_; }
   Device device() const { return device_; }
+  const MathOptions& math() const { return options_.math; }
   // The arena, or null before the first call (or when the plan needs none).
   const void* arena_data() const { return arena_.data(); }
   // Where each bound weight points (key, pointer): the caller's own memory.

@@ -228,6 +228,22 @@ def test_cuda_graphs_option_off_runs_eagerly():
 
 
 @needs_cuda
+@pytest.mark.parametrize("allow", [False, True])
+def test_f32_matmul_uses_tf32_exactly_when_torch_allows_it(allow, monkeypatch):
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", allow)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 64)).cuda().eval()
+    compiled, reports = compile_with_reports(model)
+    x = torch.randn(32, 256, device="cuda")
+    with torch.inference_mode():
+        got, want = compiled(x), model(x)  # eager under the same switch
+    (exe,) = executables(reports)
+    assert ("(tf32)" in exe.describe()) == allow and ("math tf32_matmul" in exe.describe()) == allow
+    # TF32 keeps 10 mantissa bits: within its rounding of eager's own TF32 result, and f32 tight otherwise.
+    torch.testing.assert_close(got, want, atol=2e-2 if allow else 1e-4, rtol=2e-2 if allow else 1e-4)
+
+
+@needs_cuda
 def test_arena_comes_from_torchs_allocator():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 512)).cuda().eval()

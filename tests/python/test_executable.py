@@ -71,6 +71,18 @@ def test_run_into_writes_outputs_by_address_and_checks_their_count():
         exe.run_into([x], [0])  # a null address is refused, not written
 
 
+def test_math_modes_follow_torchs_switches_and_reach_the_executable(monkeypatch):
+    from kiln.executable import torch_math
+
+    for matmul, conv in [(False, True), (True, False)]:
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", matmul)
+        monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", conv)
+        assert torch_math() == {"tf32_matmul": matmul, "tf32_conv": conv}
+    exe = kiln.compile_graph(small_graph(), tf32_matmul=True, tf32_conv=True)
+    assert "math tf32_matmul,tf32_conv" in exe.describe()
+    assert "math" not in kiln.compile_graph(small_graph()).describe()
+
+
 def test_wrong_device_is_named():
     exe = kiln.compile_graph(small_graph())
     exe.bind_weight("w", np.ones((4, 3), np.float32))

@@ -84,7 +84,7 @@ struct ConvPlans {
 class ConvKernel final : public CudaKernel {
  public:
   ConvKernel(const Node& node, const LowerContext& ctx)
-      : CudaKernel(node, ctx.device), res_(ctx.resources), device_(ctx.device) {
+      : CudaKernel(node, ctx.device), res_(ctx.resources), device_(ctx.device), tf32_(ctx.math.tf32_conv) {
     what_ = str_cat("node '", node.name, "' (", node.op->name, ")");
     const bool channels_last = attr_or(node, "channels_last");
     relu_ = attr_or(node, "relu");
@@ -114,7 +114,8 @@ class ConvKernel final : public CudaKernel {
     // Plans are shared by every node of the same geometry (the partitioner's
     // support check, the lowering, and the repeated blocks of a network), so
     // each is built once per process: finalizing runtime-fusion engines compiles code.
-    std::string key = str_cat(device_, " ", dtype_name(dtype_), " bias ", has_bias_, ":", bias_stride_, " relu ", relu_);
+    std::string key = str_cat(device_, " ", dtype_name(dtype_), " bias ", has_bias_, ":", bias_stride_, " relu ", relu_,
+                              " tf32 ", tf32_ && dtype_ == DType::f32);
     for (const Nchw* t : {&x, &w, &y})
       key += str_cat(" [", dims_to_string(Dims(t->dims, t->dims + 4)), "]{", dims_to_string(Dims(t->strides, t->strides + 4)), "}");
     for (const char* a : {"stride", "padding", "dilation"}) key += str_cat(" ", a, dims_to_string(pair_attr(node.attrs, a)));
@@ -161,7 +162,7 @@ class ConvKernel final : public CudaKernel {
   // alignment. A descriptor cuDNN rejects (an error) makes that variant unusable, not the node.
   std::shared_ptr<const ConvPlans> build(const Node& node, const Nchw& x, const Nchw& w, const Nchw& y) {
     auto plans = std::make_shared<ConvPlans>();
-    const bool tensor_cores = dtype_ != DType::f32;
+    const bool tensor_cores = dtype_ != DType::f32 || tf32_;  // f32 on tensor cores is TF32 (Note [Math modes])
     auto attempt = [&](int64_t align, bool fused, CudnnPlan* out) {
       try {
         return make(node, x, w, y, align, fused, tensor_cores, out, &plans->reason);
@@ -261,6 +262,7 @@ class ConvKernel final : public CudaKernel {
   bool relu_ = false, has_bias_ = false;
   int64_t n_ = 0, channels_ = 1, channel_stride_ = 1, bias_stride_ = 1;
   int device_ = 0;
+  bool tf32_ = false;  // f32 may use TF32 tensor cores (Note [Math modes])
   std::shared_ptr<const ConvPlans> plans_;
 };
 

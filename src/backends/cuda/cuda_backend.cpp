@@ -153,6 +153,7 @@ class CudaBackend final : public Backend {
   }
   std::unique_ptr<StreamFence> make_fence() const override { return make_cuda_fence(device_); }
   void use_allocator(std::shared_ptr<Allocator> allocator) override { resources_->set_allocator(std::move(allocator)); }
+  void set_math(const MathOptions& math) override { math_ = math; }
 
  private:
   std::unique_ptr<BackendKernel> make(const Node& node, std::string* why) const {
@@ -162,12 +163,13 @@ class CudaBackend final : public Backend {
       return nullptr;
     }
     DeviceGuard guard(device_);
-    return it->second(node, LowerContext{device_, resources_}, why);
+    return it->second(node, LowerContext{device_, resources_, math_}, why);
   }
 
   int device_;
   std::shared_ptr<CudaResources> resources_;
   std::shared_ptr<Allocator> allocator_;
+  MathOptions math_;
 };
 
 }  // namespace

@@ -38,6 +38,7 @@ class CudaResources;  // cuda_resources.h
 struct LowerContext {
   int device = 0;
   std::shared_ptr<CudaResources> resources;
+  MathOptions math;  // Note [Math modes] (runtime/math_options.h)
 };
 
 // The base of every CUDA kernel: makes the device current, converts the

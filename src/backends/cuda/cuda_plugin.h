@@ -13,7 +13,7 @@ namespace kiln {
 class Backend;
 }
 
-#define KILN_CUDA_ABI 4
+#define KILN_CUDA_ABI 5
 // The plugin is built with hidden visibility; only these are exported.
 #define KILN_CUDA_EXPORT __attribute__((visibility("default")))
 

@@ -154,7 +154,10 @@ class MatmulKernel final : public CudaKernel {
                           : dtype == DType::bf16 ? CUDA_R_16BF
                           : dtype == DType::f64  ? CUDA_R_64F
                                                  : CUDA_R_32F;
-    cublasComputeType_t compute = dtype == DType::f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    cublasComputeType_t compute = dtype == DType::f64                          ? CUBLAS_COMPUTE_64F
+                                  : dtype == DType::f32 && ctx.math.tf32_matmul ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                : CUBLAS_COMPUTE_32F;
+    tf32_ = compute == CUBLAS_COMPUTE_32F_FAST_TF32;
     cudaDataType_t scale = dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
     if (m == 0 || n == 0 || k == 0) return;  // launch() handles these without cuBLASLt
     res_->workspace();  // allocated now, never in the call path
@@ -199,7 +202,7 @@ class MatmulKernel final : public CudaKernel {
 
   // Whether this kernel's bias and activation run inside cuBLASLt (for tests and describe()).
   std::string describe() const override {
-    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "");
+    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "", tf32_ ? " (tf32)" : "");
   }
 
  protected:
@@ -296,6 +299,7 @@ class MatmulKernel final : public CudaKernel {
   Activation act_;
   bool has_bias_;
   int64_t bias_stride_;
+  bool tf32_ = false;  // f32 on TF32 tensor cores (Note [Math modes])
   bool lt_bias_ = false, lt_act_ = false;  // parts of the epilogue cuBLASLt runs
   Handle<cublasLtMatmulDesc_t, destroy_desc> desc_;
   Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_;

@@ -121,6 +121,35 @@ TEST(Artifact, SaveLoadRunIsBitExact) {
   }
 }
 
+TEST(Artifact, MathModesAreSavedAndUsedByTheLoader) {
+  for (const MathOptions math : {MathOptions{}, MathOptions{true, false}, MathOptions{false, true}, MathOptions{true, true}})
+    EXPECT_EQ(parse_math_options(to_string(math)), math) << to_string(math);
+  EXPECT_EQ(to_string(MathOptions{true, true}), "tf32_matmul,tf32_conv");
+  try {
+    parse_math_options("tf32_matmul,fast");
+    ADD_FAILURE() << "an unknown mode was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown math mode 'fast'"), std::string::npos) << e.what();
+  }
+
+  // The CPU computes f32 exactly whatever the modes; a saved program carries them to its loader.
+  ExecutableOptions options;
+  options.math.tf32_matmul = true;
+  Executable exe(*mlp_graph(), Device{}, options);
+  EXPECT_NE(exe.describe().find("math tf32_matmul"), std::string::npos) << exe.describe();
+  Fixture f;
+  f.bind(exe);
+  f.bind(*f.exe);
+  EXPECT_TRUE(bit_equal(f.run(exe)[0], f.run(*f.exe)[0]));
+  const std::string path = temp_path("math.kiln");
+  save_artifact(exe, path);
+  LoadedProgram loaded(Artifact::open(path));
+  EXPECT_EQ(loaded.artifact().metadata().at(kMathKey), "tf32_matmul");
+  EXPECT_EQ(loaded.executable().math(), options.math);
+  save_artifact(*f.exe, path);  // default modes: nothing recorded
+  EXPECT_EQ(Artifact::open(path)->metadata().count(kMathKey), 0u);
+}
+
 TEST(Artifact, WeightlessSaveRebindsWeights) {
   Fixture f;
   f.bind(*f.exe);
