@@ -1,6 +1,7 @@
 // The compiled-kernel cache (kernel_cache.h).
 #include "backends/cuda/kernel_cache.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -68,15 +70,60 @@ struct MemoryCache {
   KernelCacheStats stats;
 };
 
+class CompilePool;
+
+// The process's cache and pool, made on first use and never destroyed (used
+// until exit), and fork(): a fork waits until no NVRTC compile runs (`gate`:
+// compiles hold it shared, the fork exclusively), so the child's copy of
+// NVRTC is idle. The child has none of the parent's threads and may have
+// copied the cache's and pool's mutexes locked: it starts a fresh cache and
+// pool (the parent's are abandoned, never touched), so a compile the parent
+// had queued is asked for again instead of waited for forever.
+struct State {
+  std::atomic<MemoryCache*> cache{nullptr};
+  std::atomic<CompilePool*> pool{nullptr};
+  // Replaced, not unlocked, in the child: a lock taken before fork() cannot be
+  // released there (the thread has another id).
+  std::atomic<std::shared_mutex*> gate{new std::shared_mutex()};
+};
+
+State& state() {
+  static State* s = [] {
+    pthread_atfork([] { state().gate.load()->lock(); }, [] { state().gate.load()->unlock(); },
+                   [] {
+                     state().gate.store(new std::shared_mutex());
+                     state().cache.store(nullptr);
+                     state().pool.store(nullptr);
+                   });
+    return new State();
+  }();
+  return *s;
+}
+
+// *slot, made here if there is none yet (the first of racing threads wins, so T() must start nothing).
+template <typename T>
+T& made_once(std::atomic<T*>& slot, bool* made) {
+  T* have = slot.load(std::memory_order_acquire);
+  *made = false;
+  if (have != nullptr) return *have;
+  T* fresh = new T();
+  if (slot.compare_exchange_strong(have, fresh, std::memory_order_acq_rel)) {
+    *made = true;
+    return *fresh;
+  }
+  delete fresh;
+  return *have;
+}
+
 MemoryCache& memory() {
-  static MemoryCache* cache = new MemoryCache();  // never destroyed: used until exit
-  return *cache;
+  bool made = false;
+  return made_once(state().cache, &made);
 }
 
 // Worker threads that run cache lookups and NVRTC compiles in request order.
 class CompilePool {
  public:
-  CompilePool() {
+  void start() {
     const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
     for (unsigned i = 0; i < n; ++i) std::thread([this] { work(); }).detach();
   }
@@ -107,8 +154,10 @@ class CompilePool {
 };
 
 CompilePool& compile_pool() {
-  static CompilePool* pool = new CompilePool();  // never destroyed: its threads run until exit
-  return *pool;
+  bool made = false;
+  CompilePool& pool = made_once(state().pool, &made);
+  if (made) pool.start();
+  return pool;
 }
 
 // The CUBIN for `key` from disk, else NVRTC (then written to disk).
@@ -226,6 +275,7 @@ CubinFuture cubin_async(const std::string& source, const std::vector<NvrtcHeader
     CubinFuture future = it->second.future;
     compile_pool().submit([promise, id, key, source, headers, arch, program_name] {
       try {
+        std::shared_lock<std::shared_mutex> no_fork_meanwhile(*state().gate.load());
         promise->set_value(load_or_compile(key, source, headers, arch, program_name));
       } catch (...) {
         {

@@ -3,8 +3,10 @@
 // read back only when intact and for their key; a second compile of the same
 // source is served from disk with no NVRTC run, and a corrupt file is
 // recompiled and rewritten; requests compile side by side on the pool, one
-// compile per key, and a failed compile is reported and not kept.
+// compile per key, and a failed compile is reported and not kept; a forked
+// child compiles afresh instead of waiting on the parent's threads.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -161,6 +163,32 @@ TEST(KernelCache, RequestsCompileSideBySideWithOneCompilePerKey) {
     }
   }
   EXPECT_EQ(kernel_cache_stats().nvrtc_compiles, s0.nvrtc_compiles + 8);
+  unsetenv("KILN_CACHE_DIR");
+}
+
+TEST(KernelCache, AForkedChildCompilesAfresh) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << why;
+  TempDir dir;
+  ASSERT_EQ(setenv("KILN_CACHE_DIR", dir.path.c_str(), 1), 0);
+  kernel_cache_forget_memory();
+  const std::string src = "extern \"C\" __global__ void forked(float* p) { p[0] = 3.0f; }  // " +
+                          std::to_string(getpid());
+  CubinFuture in_parent = cubin_async(src, {}, 90, "fork.cu");  // likely still compiling at the fork
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(120);  // a child waiting on the parent's pool threads (gone after fork) would hang: fail instead
+    try {
+      _exit(cubin_async(src, {}, 90, "fork.cu").get()->empty() ? 2 : 0);
+    } catch (...) {
+      _exit(3);
+    }
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_FALSE(in_parent.get()->empty());
   unsetenv("KILN_CACHE_DIR");
 }
 
