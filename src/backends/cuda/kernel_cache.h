@@ -14,7 +14,8 @@
 // Misses compile on a small pool of threads (one per core, at most 8), so the
 // fused kernels of a model compile side by side: a lowering asks for its
 // CUBIN with cubin_async and waits only when it first needs the code. A key
-// asked for again while it compiles shares the one compile.
+// asked for again while it compiles shares the one compile. fork() waits for
+// running compiles; the child starts with a fresh cache and pool.
 #pragma once
 
 #include <cstdint>
