@@ -19,18 +19,13 @@ import time
 
 import torch
 
-from run_one import compile_for
+from run_one import warmed_up
 from workloads import WORKLOADS
 
 
 def profile(backend: str, workload: str, iters: int, top: int) -> str:
-    torch.manual_seed(0)
-    model, inputs = WORKLOADS[workload]()
+    fn, inputs = warmed_up(backend, workload, 10)
     with torch.inference_mode():
-        fn = compile_for(backend, model)
-        for _ in range(10):
-            fn(*inputs)
-        torch.cuda.synchronize()
         host, prof = [], cProfile.Profile()
         for _ in range(iters):
             torch.cuda.synchronize()

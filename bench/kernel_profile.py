@@ -12,18 +12,13 @@ import collections
 
 import torch
 
-from run_one import compile_for
+from run_one import warmed_up
 from workloads import WORKLOADS
 
 
 def profile(backend: str, workload: str, iters: int, top: int) -> str:
-    torch.manual_seed(0)
-    model, inputs = WORKLOADS[workload]()
+    fn, inputs = warmed_up(backend, workload, 5)
     with torch.inference_mode():
-        fn = compile_for(backend, model)
-        for _ in range(5):
-            fn(*inputs)
-        torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(iters):
                 fn(*inputs)

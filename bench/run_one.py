@@ -29,6 +29,19 @@ def compile_for(backend: str, model):
     raise SystemExit(f"unknown backend {backend!r}")
 
 
+def warmed_up(backend: str, workload: str, calls: int):
+    """(fn, inputs): the workload, seeded, compiled for `backend` and called `calls` times under
+    inference_mode (the diagnostics call it there too), the device then idle."""
+    torch.manual_seed(0)
+    model, inputs = WORKLOADS[workload]()
+    with torch.inference_mode():
+        fn = compile_for(backend, model)
+        for _ in range(calls):
+            fn(*inputs)
+        torch.cuda.synchronize()
+    return fn, inputs
+
+
 def first_tensor(out):
     if isinstance(out, torch.Tensor):
         return out

@@ -100,23 +100,24 @@ class SharedConstant:
                     "computed from it again; donated weights cannot be re-folded (recompile without donate_weights "
                     "to update weights after compile)")
 
+    def _device(self, sources: list[torch.Tensor], device: torch.device) -> torch.device:
+        """Where the constant lives: its buffer's device once it has one, else the sources'."""
+        return self.tensor.device if self.tensor is not None else sources[0].device if sources else device
+
     def compile(self, sources: list[torch.Tensor], device: torch.device):
-        """The fold's executable, on the sources' device. Compiling allocates no arena, so every stale
+        """The fold's executable, on the constant's device. Compiling allocates no arena, so every stale
         constant's executable can be compiled before any runs (their CUDA kernels compile side by side)."""
         self._check_sources(sources)
-        where = self.tensor.device if self.tensor is not None else sources[0].device if sources else device
-        return compile_graph(self.graph, device=str(where))
+        return compile_graph(self.graph, device=str(self._device(sources, device)))
 
-    def fold(self, sources: list[torch.Tensor], device: torch.device, exe=None) -> None:
-        """Computes the constant into its buffer (allocated on the first fold, on the sources' device) with
-        `exe` (from compile()), which the caller drops right after, freeing the fold's intermediates."""
+    def fold(self, sources: list[torch.Tensor], device: torch.device, exe) -> None:
+        """Computes the constant into its buffer (allocated on the first fold) with `exe` (from compile()),
+        which the caller drops right after, freeing the fold's intermediates."""
         self._check_sources(sources)  # again: folds before this one may have released sources (donation)
-        if exe is None:
-            exe = self.compile(sources, device)
         out = self.graph.outputs()[0]
         if self.tensor is None:
-            where = sources[0].device if sources else device
-            self.tensor = torch.empty(list(out.shape), dtype=KILN_TO_TORCH[out.dtype], device=where)
+            self.tensor = torch.empty(list(out.shape), dtype=KILN_TO_TORCH[out.dtype],
+                                      device=self._device(sources, device))
         with torch.no_grad():
             exe.run([s.detach() for s in sources], [self.tensor])
         self.stamps = self.seen[tuple(id(t) for t in sources)] = [_stamp(t) for t in sources]

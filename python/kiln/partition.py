@@ -2,8 +2,9 @@
 
 Nodes kiln can take (an ATen adapter exists, tensors on the target device in
 supported dtypes) are grouped by torch's capability-based partitioner into
-regions (or, when kiln takes every node, into one region built directly); each region is imported into a kiln Graph. A node whose import fails
-is marked as a fallback with the reason and the partition is redone, so the
+regions (or, when kiln takes every node, into one region built directly);
+each region is imported into a kiln Graph. A node whose import fails is
+marked as a fallback with the reason and the partition is redone, so the
 final graph always runs, and every decision is recorded for kiln.explain."""
 
 from __future__ import annotations

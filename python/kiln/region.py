@@ -1,7 +1,7 @@
 """A compiled kiln region as a torch module: binds weights by pointer (and
 re-binds only when a parameter's storage moved), re-folds folded constants
-whose sources changed (kiln.folding), passes activations through DLPack, and
-allocates outputs as torch tensors that kiln writes into."""
+whose sources changed (kiln.folding), passes inputs through DLPack, and
+allocates outputs as torch tensors that kiln writes into (passed by address)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from kiln.folding import RegionFolds
 from kiln.torch_types import KILN_TO_TORCH
 
 
-def _current_raw_stream(index: int) -> int:
-    """The caller's current cudaStream_t, as an int (torch.cuda.current_stream(index).cuda_stream without
-    building a Stream object on every call)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+def _stream_of_current_stream(index: int) -> int:
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# The caller's current cudaStream_t on a device index, as an int: torch's raw accessor where it has
+# one (no Stream object built on every call), else through torch.cuda.current_stream.
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_of_current_stream)
 
 
 class KilnRegion(torch.nn.Module):

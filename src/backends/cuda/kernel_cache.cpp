@@ -8,11 +8,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <deque>
-#include <functional>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
