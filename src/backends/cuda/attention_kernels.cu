@@ -107,7 +107,7 @@ struct Half<__nv_bfloat16> {
 // tile: asynchronously (cp.async; the caller commits and waits) when `vec`
 // (cols % 8 == 0 and every row 16-byte aligned), else with plain stores.
 template <int D>
-__device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t row_stride, int64_t n0, int64_t S,
+__device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t row_stride, int n0, int S,
                           int64_t cols, bool vec) {
   if (vec) {
     constexpr int kChunks = D / 8;
@@ -124,13 +124,13 @@ __device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t r
   }
 }
 
-// Shared memory of flash_attention<T, D>: two stages of a key and a value tile.
+// Shared memory of flash_attention<T, D, ...>: two stages of a key and a value tile.
 template <int D>
 constexpr int flash_shared_bytes() {
   return 2 * 2 * kBlockN * (D + 8) * static_cast<int>(sizeof(uint16_t));
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kMask>
 __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constant__ AttentionArgs a) {
   using H = Half<T>;
   // Two stages: the next key/value tiles load (cp.async) while this one is used.
@@ -139,21 +139,31 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   auto key_tile = [&](int stage) { return reinterpret_cast<Tile>(shared + (2 * stage) * kBlockN * (D + 8)); };
   auto value_tile = [&](int stage) { return reinterpret_cast<Tile>(shared + (2 * stage + 1) * kBlockN * (D + 8)); };
 
-  const int64_t m_blocks = (a.L + kBlockM - 1) / kBlockM;
+  // L and S fit in int (launch_attention checks): row and key indices are 32-bit, offsets 64-bit.
+  const int L = static_cast<int>(a.L), S = static_cast<int>(a.S);
+  const int m_blocks = (L + kBlockM - 1) / kBlockM;
   const int64_t batch = blockIdx.x / m_blocks;
-  const int64_t m0 = (blockIdx.x % m_blocks) * kBlockM;
+  const int m0 = static_cast<int>(blockIdx.x % m_blocks) * kBlockM;
   const Offsets off = batch_offsets(a, batch);
   const uint16_t* q = static_cast<const uint16_t*>(a.q) + off.q;
   const uint16_t* k = static_cast<const uint16_t*>(a.k) + off.k;
   const uint16_t* v = static_cast<const uint16_t*>(a.v) + off.v;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates: row group, thread in group
-  const int64_t rows[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
+  const int warp_m0 = m0 + warp * 16;
+  // ldmatrix row addresses (bytes in the shared window): the stage's tile base plus this lane's row
+  // and column (keys: row lane % 8, 8-column group lane / 8; values, transposed: key lane % 16,
+  // 8-column group lane / 16) plus a constant per fragment.
+  constexpr int kRowBytes = (D + 8) * 2, kTileBytes = kBlockN * kRowBytes;
+  const uint32_t shared_base = shared_address(shared);
+  const uint32_t k_lane = (lane & 7) * kRowBytes + (lane >> 3) * 16;
+  const uint32_t v_lane = (lane & 15) * kRowBytes + (lane >> 4) * 16;
+  const int rows[2] = {warp_m0 + g, warp_m0 + g + 8};
 
   // Q as A fragments (16 x 16 per k-step), read once from global memory.
-  auto q_pair = [&](int64_t row, int col) -> uint32_t {
+  auto q_pair = [&](int row, int col) -> uint32_t {
     uint32_t lo = 0, hi = 0;
-    if (row < a.L) {
+    if (row < L) {
       const uint16_t* p = q + row * a.q_row;
       if (col < a.E) lo = p[col];
       if (col + 1 < a.E) hi = p[col + 1];
@@ -175,99 +185,115 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};  // row_sum: this thread's part
   const float scale_log2 = a.scale * kLog2e;
   // Under causality no row of this block sees keys at or past m0 + kBlockM.
-  const int64_t n_end = a.causal ? (a.S < m0 + kBlockM ? a.S : m0 + kBlockM) : a.S;
+  const int n_end = a.causal ? (S < m0 + kBlockM ? S : m0 + kBlockM) : S;
 
-  load_tile<D>(key_tile(0), k, a.k_row, 0, a.S, a.E, a.k_vec);
-  load_tile<D>(value_tile(0), v, a.v_row, 0, a.S, a.Ev, a.v_vec);
+  load_tile<D>(key_tile(0), k, a.k_row, 0, S, a.E, a.k_vec);
+  load_tile<D>(value_tile(0), v, a.v_row, 0, S, a.Ev, a.v_vec);
   commit_copies();
   int stage = 0;
-  for (int64_t n0 = 0; n0 < n_end; n0 += kBlockN, stage ^= 1) {
+  for (int n0 = 0; n0 < n_end; n0 += kBlockN, stage ^= 1) {
     // The other stage was last read in the previous iteration, before its closing barrier.
     if (n0 + kBlockN < n_end) {
-      load_tile<D>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, a.S, a.E, a.k_vec);
-      load_tile<D>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, a.S, a.Ev, a.v_vec);
+      load_tile<D>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, S, a.E, a.k_vec);
+      load_tile<D>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, S, a.Ev, a.v_vec);
     }
     commit_copies();
     wait_copies<1>();  // this stage's copies are done (the next stage's may be in flight)
     __syncthreads();
-    const Tile ks = key_tile(stage), vs = value_tile(stage);
+    // A warp whose rows all lie past L, or (causal) that sees none of this tile's keys, has nothing to add.
+    if (warp_m0 < L && !(a.causal && n0 > warp_m0 + 15)) {
+      const uint32_t ks = shared_base + 2 * stage * kTileBytes + k_lane;
+      const uint32_t vs = shared_base + (2 * stage + 1) * kTileBytes + v_lane;
 
-    // S = Q K^T: ldmatrix gives the B fragments of two 16-wide k-steps for 8 keys at once.
-    float s[kBlockN / 8][4];
+      // S = Q K^T: ldmatrix gives the B fragments of two 16-wide k-steps for 8 keys at once.
+      float s[kBlockN / 8][4];
 #pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) {
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      for (int j = 0; j < kBlockN / 8; ++j) {
+        s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; kk += 2) {
-        uint32_t b[4];
-        load_matrices<false>(b, &ks[8 * j + (lane & 7)][kk * 16 + (lane >> 3) * 8]);
-        H::mma(s[j], qf[kk], b[0], b[1]);
-        H::mma(s[j], qf[kk + 1], b[2], b[3]);
+        for (int kk = 0; kk < D / 16; kk += 2) {
+          uint32_t b[4];
+          load_matrices_at<false>(b, ks + 8 * j * kRowBytes + kk * 32);
+          H::mma(s[j], qf[kk], b[0], b[1]);
+          H::mma(s[j], qf[kk + 1], b[2], b[3]);
+        }
       }
-    }
 
-    // Scale, causal and mask, in log2 units; the tile's row maxima.
-    float tile_max[2] = {row_max[0], row_max[1]};
+      // Scale, causal and mask, in log2 units; the tile's row maxima. Only tiles that reach past S,
+      // cross this warp's causal diagonal or have a mask check elements one by one (a warp-uniform branch).
+      float tile_max[2] = {row_max[0], row_max[1]};
+      const bool checked = kMask || n0 + kBlockN > S || (a.causal && n0 + kBlockN - 1 > warp_m0);
+      if (!checked) {
 #pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) {
+        for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t row = rows[e >> 1], col = n0 + 8 * j + 2 * t + (e & 1);
-        float x = s[j][e] * scale_log2;
-        if (col >= a.S || (a.causal && col > row)) {
-          x = kNegInf;
-        } else if (a.mask != nullptr && row < a.L) {
-          const int64_t mo = off.m + row * a.m_row + col * a.m_col;
-          if (a.mask_is_bool) {
-            if (!static_cast<const bool*>(a.mask)[mo]) x = kNegInf;
-          } else {
-            x += H::to_float(static_cast<const uint16_t*>(a.mask)[mo]) * kLog2e;
+          for (int e = 0; e < 4; ++e) {
+            s[j][e] *= scale_log2;
+            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[j][e]);
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = rows[e >> 1], col = n0 + 8 * j + 2 * t + (e & 1);
+            float x = s[j][e] * scale_log2;
+            if (col >= S || (a.causal && col > row)) {
+              x = kNegInf;
+            } else if (kMask && row < L) {
+              const int64_t mo = off.m + row * a.m_row + col * a.m_col;
+              if (a.mask_is_bool) {
+                if (!static_cast<const bool*>(a.mask)[mo]) x = kNegInf;
+              } else {
+                x += H::to_float(static_cast<const uint16_t*>(a.mask)[mo]) * kLog2e;
+              }
+            }
+            s[j][e] = x;
+            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
           }
         }
-        s[j][e] = x;
-        tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
       }
-    }
-    float base[2], correction[2], tile_sum[2] = {0.f, 0.f};
+      float base[2], correction[2], tile_sum[2] = {0.f, 0.f};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      base[r] = tile_max[r] == kNegInf ? 0.f : tile_max[r];  // nothing seen yet: every p is 0
-      correction[r] = exp2f(row_max[r] - base[r]);
-      row_max[r] = tile_max[r];
-    }
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[j][e] - base[e >> 1]);
-        s[j][e] = p;
-        tile_sum[e >> 1] += p;
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        base[r] = tile_max[r] == kNegInf ? 0.f : tile_max[r];  // nothing seen yet: every p is 0
+        correction[r] = exp2f(row_max[r] - base[r]);
+        row_max[r] = tile_max[r];
       }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
+      for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
-    for (int d = 0; d < D / 8; ++d) {
-      o[d][0] *= correction[0];
-      o[d][1] *= correction[0];
-      o[d][2] *= correction[1];
-      o[d][3] *= correction[1];
-    }
+        for (int e = 0; e < 4; ++e) {
+          const float p = exp2f(s[j][e] - base[e >> 1]);
+          s[j][e] = p;
+          tile_sum[e >> 1] += p;
+        }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        o[d][0] *= correction[0];
+        o[d][1] *= correction[0];
+        o[d][2] *= correction[1];
+        o[d][3] *= correction[1];
+      }
 
-    // O += P V: P's A fragments come from the score accumulators of two 8-key groups.
+      // O += P V: P's A fragments come from the score accumulators of two 8-key groups.
 #pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
-                              H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                              H::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      // V's B fragments, transposed by ldmatrix: keys kk*16.. (two halves of 8) by two 8-wide column groups.
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
+                                H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                H::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        // V's B fragments, transposed by ldmatrix: keys kk*16.. (two halves of 8) by two 8-wide column groups.
 #pragma unroll
-      for (int d = 0; d < D / 8; d += 2) {
-        uint32_t b[4];
-        load_matrices<true>(b, &vs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][8 * (d + (lane >> 4))]);
-        H::mma(o[d], pa, b[0], b[1]);
-        H::mma(o[d + 1], pa, b[2], b[3]);
+        for (int d = 0; d < D / 8; d += 2) {
+          uint32_t b[4];
+          load_matrices_at<true>(b, vs + kk * 16 * kRowBytes + d * 16);
+          H::mma(o[d], pa, b[0], b[1]);
+          H::mma(o[d + 1], pa, b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with this stage before it is loaded again
@@ -285,9 +311,9 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   for (int d = 0; d < D / 8; ++d)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int64_t row = rows[e >> 1];
+      const int row = rows[e >> 1];
       const int col = 8 * d + 2 * t + (e & 1);
-      if (row < a.L && col < a.Ev) out[row * a.Ev + col] = H::from_float(o[d][e] * inv[e >> 1]);
+      if (row < L && col < a.Ev) out[int64_t{row} * a.Ev + col] = H::from_float(o[d][e] * inv[e >> 1]);
     }
 }
 
@@ -377,7 +403,7 @@ __global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_co
   }
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kMask>
 cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   constexpr int bytes = flash_shared_bytes<D>();
   if constexpr (bytes > 48 * 1024) {
@@ -388,21 +414,22 @@ cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t 
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
     if (bit == 0 || (opted_in.load() & bit) == 0) {
-      cudaError_t e = cudaFuncSetAttribute(flash_attention<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      cudaError_t e = cudaFuncSetAttribute(flash_attention<T, D, kMask>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
       if (e != cudaSuccess) return e;
       opted_in.fetch_or(bit);
     }
   }
-  flash_attention<T, D><<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(a);
+  flash_attention<T, D, kMask><<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(a);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   const int64_t head_dim = a.E > a.Ev ? a.E : a.Ev;
-  if (head_dim <= 32) return launch_flash_d<T, 32>(a, blocks, stream);
-  if (head_dim <= 64) return launch_flash_d<T, 64>(a, blocks, stream);
-  return launch_flash_d<T, 128>(a, blocks, stream);
+  const bool mask = a.mask != nullptr;
+  if (head_dim <= 32) return mask ? launch_flash_d<T, 32, true>(a, blocks, stream) : launch_flash_d<T, 32, false>(a, blocks, stream);
+  if (head_dim <= 64) return mask ? launch_flash_d<T, 64, true>(a, blocks, stream) : launch_flash_d<T, 64, false>(a, blocks, stream);
+  return mask ? launch_flash_d<T, 128, true>(a, blocks, stream) : launch_flash_d<T, 128, false>(a, blocks, stream);
 }
 
 }  // namespace
@@ -412,6 +439,8 @@ cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   for (int d = 0; d < a.nbatch; ++d) batches *= a.batch_dims[d];
   if (batches == 0 || a.L == 0 || a.Ev == 0) return cudaSuccess;
   if (a.E > kAttentionMaxHeadDim || a.Ev > kAttentionMaxHeadDim) return cudaErrorInvalidValue;
+  constexpr int64_t kMaxLength = int64_t{1} << 30;  // row and key indices are 32-bit in the kernels
+  if (a.L > kMaxLength || a.S > kMaxLength) return cudaErrorInvalidValue;
   const DType dtype = static_cast<DType>(a.dtype);
   if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16) return cudaErrorInvalidValue;
   if (dtype == DType::f32 || !a.tensor_cores) {

@@ -40,22 +40,30 @@ __device__ inline void wait_copies() {
 }
 
 // Four 8x8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i
-// (16-byte aligned), and r[i] is this lane's part of matrix i: row lane/4,
-// columns 2(lane%4) and 2(lane%4)+1 (with Transposed, those of the transpose).
+// (16-byte aligned, as shared-window addresses), and r[i] is this lane's part
+// of matrix i: row lane/4, columns 2(lane%4) and 2(lane%4)+1 (with Transposed,
+// those of the transpose). A kernel that computes its addresses as a base plus
+// constants lets ptxas fold the constants into the instruction.
 template <bool Transposed>
-__device__ inline void load_matrices(uint32_t (&r)[4], const void* row_address) {
+__device__ inline void load_matrices_at(uint32_t (&r)[4], uint32_t shared_row_address) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();
 #else
   if constexpr (Transposed)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(row_address)));
+                 : "r"(shared_row_address));
   else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(row_address)));
+                 : "r"(shared_row_address));
 #endif
+}
+
+// The same, from a generic pointer into shared memory.
+template <bool Transposed>
+__device__ inline void load_matrices(uint32_t (&r)[4], const void* row_address) {
+  load_matrices_at<Transposed>(r, shared_address(row_address));
 }
 
 }  // namespace kiln::cuda
