@@ -227,5 +227,6 @@ def prepare(graph: _kiln.Graph, options: Options, device: torch.device | None = 
     if options.fold == "none":
         return []
     if device is not None and device.type == "cuda":
+        _kiln.patchify_convs(graph)  # before choose_layout would take patch embeddings into NHWC chains
         _kiln.choose_layout(graph)  # f16/bf16 conv chains in NHWC; weight re-layouts become folds below
     return [FoldedConstant(key, g, list(sources)) for key, g, sources in _kiln.split_weight_folds(graph)]

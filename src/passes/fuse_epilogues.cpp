@@ -2,6 +2,9 @@
 // the op itself, so the CUDA backend runs one library call (cuBLASLt
 // epilogues, a fused cuDNN graph) instead of a product and an elementwise pass:
 //   add(matmul(a, b), bias)          -> matmul_epilogue(a, b, bias) {activation="none"}
+//   add(reshape(matmul(a, b)), bias) -> reshape(matmul_epilogue(a, b, bias)) when the
+//                                       reshape keeps the last dim (a linear layer on a 3-D
+//                                       input, flattened to 2-D for the product)
 //   relu|gelu|gelu_tanh(matmul...)   -> matmul_epilogue(...) {activation=<op>}
 //   relu(conv2d(...) | conv2d_fused) -> conv2d_fused(...) {relu=true}
 // bias is 1-D over the product's last dim (a linear layer's bias); a or b of
@@ -44,17 +47,43 @@ void replace(Graph& graph, Node* product, Node* tail, const OpDef& op, std::vect
   fused->name = node_name;
 }
 
+// The bias of `add` when it is 1-D over `product`'s last dim and the add does not broadcast
+// `through` (the product's output, or a reshape of it) to a larger shape.
+bool bias_over_last_dim(const Node* add, const Value* bias, const Node* product, const Value* through) {
+  const TensorType& out = product->outputs[0]->type;
+  return bias->type.rank() == 1 && bias->type.dims[0] == out.dims.back() && bias->type.dtype == out.dtype &&
+         add->outputs[0]->type.dims == through->type.dims;
+}
+
 bool fuse_bias(Graph& graph, Node* add) {
   for (size_t i = 0; i < 2; ++i) {
-    Node* p = sole_producer(graph, add->inputs[i]);
     Value* bias = add->inputs[1 - i];
-    if (!plain_product(p) || p->inputs.size() > 2) continue;
-    const TensorType& out = p->outputs[0]->type;
-    if (bias->type.rank() != 1 || bias->type.dims[0] != out.dims.back() || bias->type.dtype != out.dtype) continue;
-    if (add->outputs[0]->type.dims != out.dims) continue;
+    Node* p = sole_producer(graph, add->inputs[i]);
+    Node* reshape = nullptr;
+    if (p != nullptr && p->op->name == "reshape") {
+      reshape = p;
+      p = sole_producer(graph, reshape->inputs[0]);
+      if (p != nullptr && reshape->outputs[0]->type.dims.back() != p->outputs[0]->type.dims.back()) continue;
+    }
+    if (!plain_product(p) || p->inputs.size() > 2 || !bias_over_last_dim(add, bias, p, add->inputs[i])) continue;
     Attrs attrs;
     attrs.set("activation", std::string("none"));
-    replace(graph, p, add, get_op("matmul_epilogue"), {p->inputs[0], p->inputs[1], bias}, attrs);
+    if (reshape == nullptr) {
+      replace(graph, p, add, get_op("matmul_epilogue"), {p->inputs[0], p->inputs[1], bias}, attrs);
+      return true;
+    }
+    // The epilogue where the product was, then the same reshape of its output in place of the add.
+    Node* fused = graph.add_node(get_op("matmul_epilogue"), {p->inputs[0], p->inputs[1], bias}, attrs, "", add);
+    Node* view = graph.add_node(get_op("reshape"), {fused->outputs[0]}, reshape->attrs, "", add);
+    Value* out = add->outputs[0];
+    const std::string name = out->name, add_name = add->name, product_name = p->name;
+    graph.replace_all_uses(out, view->outputs[0]);
+    graph.erase_node(add);
+    graph.erase_node(reshape);
+    graph.erase_node(p);
+    graph.rename(view->outputs[0], name);
+    view->name = add_name;
+    fused->name = product_name;
     return true;
   }
   return false;

@@ -48,6 +48,10 @@ bool simplify(Graph& graph);
 // fold_batch_norm.cpp. Run by the weight-fold stage, not the pipeline.
 bool fold_batch_norm(Graph& graph);
 
+// Convolutions whose stride equals their kernel (patch embeddings) become a
+// matrix product of the patches; see patchify_convs.cpp.
+bool patchify_convs(Graph& graph);
+
 // f16/bf16 convolution chains run channels-last (NHWC), with layout
 // conversions only at the chains' boundaries; see choose_layout.cpp. Run by
 // the weight-fold stage for CUDA graphs, not the pipeline.

@@ -10,6 +10,7 @@ const std::vector<PipelineStep>& default_pipeline() {
   static const std::vector<PipelineStep> steps = {
       single({"verify", verify_pass}),
       single({"dce", dce}),
+      single({"patchify_convs", patchify_convs}),
       fixpoint({
           {"simplify", simplify},
           {"fold_literals", [](Graph& g) { return fold_literals(g); }},

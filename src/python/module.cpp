@@ -446,6 +446,8 @@ NB_MODULE(_kiln, m) {
   m.def("lower_precision", [](PyGraph& g, const std::string& to) { return lower_precision(*g.graph, DType::f32, to_dtype(to)); },
         nb::arg("graph"), nb::arg("dtype"), "Runs the graph's f32 math in `dtype` (f16, bf16), same signature.");
   m.def("fold_batch_norm", [](PyGraph& g) { return fold_batch_norm(*g.graph); }, nb::arg("graph"));
+  m.def("patchify_convs", [](PyGraph& g) { return patchify_convs(*g.graph); }, nb::arg("graph"),
+        "Convolutions whose stride equals their kernel become matrix products of the patches.");
   m.def("choose_layout", [](PyGraph& g) { return choose_layout(*g.graph); }, nb::arg("graph"),
         "Runs f16/bf16 convolution chains channels-last (CUDA graphs, before split_weight_folds).");
   m.def(

@@ -108,6 +108,42 @@ def test_matmul_epilogue_on_cpu_matches_unfused():
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
+class PatchEmbed(torch.nn.Module):
+    """A patch convolution read as tokens (a view of its channels-last result) and flattened whole
+    (which needs NCHW again), as ViT and a ConvNeXt-like stem use it."""
+
+    def __init__(self, cin=3, cout=8, patch=4, bias=True):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(cin, cout, patch, stride=patch, bias=bias)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.relu(y.flatten(2).transpose(1, 2)), y.flatten(1) * 2
+
+
+def kernel_ops(model, inputs):
+    """The ops of the kernels kiln runs for `model` (its optimized graphs), and its outputs."""
+    reports = []
+    compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+    with no_tf32(), torch.inference_mode():
+        got = compiled(*inputs)
+    assert all(not r.fallbacks for r in reports), [str(r) for r in reports]
+    return got, "".join(region.exe.describe() for r in reports for region in r.region_modules)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_patch_conv_is_a_product_on_cpu(bias):
+    torch.manual_seed(0)
+    model = PatchEmbed(bias=bias).eval()
+    x = torch.randn(2, 3, 16, 12)
+    got, text = kernel_ops(model, [x])
+    with torch.inference_mode():
+        expected = model(x)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    assert "conv2d" not in text and "matmul" in text, text
+
+
 # ---- CUDA: convolution variants, pooling, batch norm, epilogues --------------
 
 CONV_CASES = {
@@ -134,6 +170,21 @@ def test_conv_matches_eager(case, dtype):
     model = (torch.nn.Sequential(conv, torch.nn.ReLU()) if relu else conv).to("cuda", dtype).eval()
     x = torch.randn(2, cin, 13, 11, device="cuda", dtype=dtype)
     assert compile_cuda(model, [x], dtype) == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("patch", [4, 16])
+def test_patch_conv_matches_eager(patch, dtype):
+    torch.manual_seed(0)
+    model = PatchEmbed(patch=patch).to("cuda", dtype).eval()
+    x = torch.randn(2, 3, 2 * patch, 3 * patch, device="cuda", dtype=dtype)
+    got, text = kernel_ops(model, [x])
+    with no_tf32(), torch.inference_mode():
+        expected = model(x)
+    for g, e in zip(got, expected):
+        assert_close(g, e, dtype=dtype)
+    assert "conv2d" not in text and "matmul" in text, text
 
 
 @needs_cuda

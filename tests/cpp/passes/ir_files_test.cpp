@@ -61,6 +61,7 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"fuse_attention", fuse_attention},
       {"narrow_attention", narrow_attention},
       {"choose_layout", choose_layout},
+      {"patchify_convs", patchify_convs},
       {"pipeline", run_pipeline_quietly},
       {"fold_batch_norm", fold_batch_norm},
       {"lower_precision", [](Graph& g) { return lower_precision(g, DType::f32, DType::f16); }},
@@ -116,6 +117,7 @@ TEST(IrFiles, FuseEpilogues) { check_folder("fuse_epilogues"); }
 TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
 TEST(IrFiles, NarrowAttention) { check_folder("narrow_attention"); }
 TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }
+TEST(IrFiles, PatchifyConvs) { check_folder("patchify_convs"); }
 TEST(IrFiles, Pipeline) { check_folder("pipeline"); }
 TEST(IrFiles, FoldBatchNorm) { check_folder("fold_batch_norm"); }
 TEST(IrFiles, LowerPrecision) { check_folder("lower_precision"); }
