@@ -1,12 +1,11 @@
 // CUDA attention kernels. Neither materializes the [L, S] score matrix.
 //
-// f16/bf16 (flash attention): a block of 4 warps owns 128 query rows of one
-// batch entry at head dims up to 64 (32 rows, two m16 tiles, per warp), 64
-// at 128 (16 per warp). Q stays in registers as mma.sync A fragments;
-// key/value tiles of 64 rows go through shared memory in two stages
-// (cp.async loads the next tile while this one is used; ldmatrix reads the
-// mma fragments out of it). For each tile a warp computes its 64-key scores
-// on tensor cores
+// f16/bf16 (flash attention): a block of 4 warps owns 64 query rows of one
+// batch entry, 16 rows per warp. Q stays in registers as mma.sync A
+// fragments; key/value tiles of 64 rows go through shared memory in two
+// stages (cp.async loads the next tile while this one is used; ldmatrix
+// reads the mma fragments out of it). For each
+// tile a warp computes its 16x64 scores on tensor cores
 // (mma.sync.m16n8k16, f32 accumulation), applies scale, causal and mask in
 // registers, updates the running row max and sum (online softmax, in log2
 // units), and adds P V (P rounded to the input dtype, as A fragments made
@@ -32,6 +31,7 @@ namespace kiln::cuda {
 
 namespace {
 
+constexpr int kBlockM = 64;  // query rows per block
 constexpr int kBlockN = 64;  // keys per tile
 constexpr int kThreads = 128;
 constexpr float kLog2e = 1.4426950408889634f;
@@ -130,23 +130,9 @@ constexpr int flash_shared_bytes() {
   return 2 * 2 * kBlockN * (D + 8) * static_cast<int>(sizeof(uint16_t));
 }
 
-// Query rows per warp: 16 per m-tile. At D <= 64 a warp owns two m-tiles, so every key and value
-// fragment it reads from shared memory feeds two mma.sync instead of one (ldmatrix traffic, not the
-// tensor cores, bounded the one-tile kernel); at D = 128 two tiles' accumulators would not fit in
-// registers.
-template <int D>
-constexpr int flash_m_tiles() {
-  return D <= 64 ? 2 : 1;
-}
-template <int D>
-constexpr int flash_block_m() {
-  return 16 * flash_m_tiles<D>() * (kThreads / 32);
-}
-
 template <typename T, int D, bool kMask>
 __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constant__ AttentionArgs a) {
   using H = Half<T>;
-  constexpr int MT = flash_m_tiles<D>(), kBlockM = flash_block_m<D>();
   // Two stages: the next key/value tiles load (cp.async) while this one is used.
   extern __shared__ __align__(16) uint16_t shared[];
   using Tile = uint16_t (*)[D + 8];
@@ -164,7 +150,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   const uint16_t* v = static_cast<const uint16_t*>(a.v) + off.v;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates: row group, thread in group
-  const int warp_m0 = m0 + warp * 16 * MT, warp_m1 = warp_m0 + 16 * MT - 1;  // this warp's first and last row
+  const int warp_m0 = m0 + warp * 16;
   // ldmatrix row addresses (bytes in the shared window): the stage's tile base plus this lane's row
   // and column (keys: row lane % 8, 8-column group lane / 8; values, transposed: key lane % 16,
   // 8-column group lane / 16) plus a constant per fragment.
@@ -172,9 +158,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   const uint32_t shared_base = shared_address(shared);
   const uint32_t k_lane = (lane & 7) * kRowBytes + (lane >> 3) * 16;
   const uint32_t v_lane = (lane & 15) * kRowBytes + (lane >> 4) * 16;
-  int rows[MT][2];  // the two rows of this thread in each m-tile
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) rows[mt][0] = warp_m0 + 16 * mt + g, rows[mt][1] = rows[mt][0] + 8;
+  const int rows[2] = {warp_m0 + g, warp_m0 + g + 8};
 
   // Q as A fragments (16 x 16 per k-step), read once from global memory.
   auto q_pair = [&](int row, int col) -> uint32_t {
@@ -186,23 +170,19 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
     }
     return lo | (hi << 16);
   };
-  uint32_t qf[MT][D / 16][4];
-  float o[MT][D / 8][4];
-  float row_max[MT][2], row_sum[MT][2];  // row_sum: this thread's part
+  uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      qf[mt][kk][0] = q_pair(rows[mt][0], kk * 16 + 2 * t);
-      qf[mt][kk][1] = q_pair(rows[mt][1], kk * 16 + 2 * t);
-      qf[mt][kk][2] = q_pair(rows[mt][0], kk * 16 + 2 * t + 8);
-      qf[mt][kk][3] = q_pair(rows[mt][1], kk * 16 + 2 * t + 8);
-    }
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d) o[mt][d][0] = o[mt][d][1] = o[mt][d][2] = o[mt][d][3] = 0.f;
-    row_max[mt][0] = row_max[mt][1] = kNegInf;
-    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  for (int kk = 0; kk < D / 16; ++kk) {
+    qf[kk][0] = q_pair(rows[0], kk * 16 + 2 * t);
+    qf[kk][1] = q_pair(rows[1], kk * 16 + 2 * t);
+    qf[kk][2] = q_pair(rows[0], kk * 16 + 2 * t + 8);
+    qf[kk][3] = q_pair(rows[1], kk * 16 + 2 * t + 8);
   }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int d = 0; d < D / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+  float row_max[2] = {kNegInf, kNegInf}, row_sum[2] = {0.f, 0.f};  // row_sum: this thread's part
   const float scale_log2 = a.scale * kLog2e;
   // Under causality no row of this block sees keys at or past m0 + kBlockM.
   const int n_end = a.causal ? (S < m0 + kBlockM ? S : m0 + kBlockM) : S;
@@ -221,138 +201,120 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
     wait_copies<1>();  // this stage's copies are done (the next stage's may be in flight)
     __syncthreads();
     // A warp whose rows all lie past L, or (causal) that sees none of this tile's keys, has nothing to add.
-    if (warp_m0 < L && !(a.causal && n0 > warp_m1)) {
+    if (warp_m0 < L && !(a.causal && n0 > warp_m0 + 15)) {
       const uint32_t ks = shared_base + 2 * stage * kTileBytes + k_lane;
       const uint32_t vs = shared_base + (2 * stage + 1) * kTileBytes + v_lane;
 
       // S = Q K^T: ldmatrix gives the B fragments of two 16-wide k-steps for 8 keys at once.
-      float s[MT][kBlockN / 8][4];
+      float s[kBlockN / 8][4];
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
+        s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk += 2) {
           uint32_t b[4];
           load_matrices_at<false>(b, ks + 8 * j * kRowBytes + kk * 32);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            H::mma(s[mt][j], qf[mt][kk], b[0], b[1]);
-            H::mma(s[mt][j], qf[mt][kk + 1], b[2], b[3]);
-          }
+          H::mma(s[j], qf[kk], b[0], b[1]);
+          H::mma(s[j], qf[kk + 1], b[2], b[3]);
         }
       }
 
       // Scale, causal and mask, in log2 units; the tile's row maxima. Only tiles that reach past S,
       // cross this warp's causal diagonal or have a mask check elements one by one (a warp-uniform branch).
+      float tile_max[2] = {row_max[0], row_max[1]};
       const bool checked = kMask || n0 + kBlockN > S || (a.causal && n0 + kBlockN - 1 > warp_m0);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        float tile_max[2] = {row_max[mt][0], row_max[mt][1]};
-        if (!checked) {
-#pragma unroll
-          for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              s[mt][j][e] *= scale_log2;
-              tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[mt][j][e]);
-            }
-        } else {
-#pragma unroll
-          for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int row = rows[mt][e >> 1], col = n0 + 8 * j + 2 * t + (e & 1);
-              float x = s[mt][j][e] * scale_log2;
-              if (col >= S || (a.causal && col > row)) {
-                x = kNegInf;
-              } else if (kMask && row < L) {
-                const int64_t mo = off.m + row * a.m_row + col * a.m_col;
-                if (a.mask_is_bool) {
-                  if (!static_cast<const bool*>(a.mask)[mo]) x = kNegInf;
-                } else {
-                  x += H::to_float(static_cast<const uint16_t*>(a.mask)[mo]) * kLog2e;
-                }
-              }
-              s[mt][j][e] = x;
-              tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
-            }
-        }
-        float base[2], correction[2], tile_sum[2] = {0.f, 0.f};
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-          tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-          base[r] = tile_max[r] == kNegInf ? 0.f : tile_max[r];  // nothing seen yet: every p is 0
-          correction[r] = exp2f(row_max[mt][r] - base[r]);
-          row_max[mt][r] = tile_max[r];
-        }
+      if (!checked) {
 #pragma unroll
         for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(s[mt][j][e] - base[e >> 1]);
-            s[mt][j][e] = p;
-            tile_sum[e >> 1] += p;
+            s[j][e] *= scale_log2;
+            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[j][e]);
           }
+      } else {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) row_sum[mt][r] = row_sum[mt][r] * correction[r] + tile_sum[r];
+        for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
-        for (int d = 0; d < D / 8; ++d) {
-          o[mt][d][0] *= correction[0];
-          o[mt][d][1] *= correction[0];
-          o[mt][d][2] *= correction[1];
-          o[mt][d][3] *= correction[1];
+          for (int e = 0; e < 4; ++e) {
+            const int row = rows[e >> 1], col = n0 + 8 * j + 2 * t + (e & 1);
+            float x = s[j][e] * scale_log2;
+            if (col >= S || (a.causal && col > row)) {
+              x = kNegInf;
+            } else if (kMask && row < L) {
+              const int64_t mo = off.m + row * a.m_row + col * a.m_col;
+              if (a.mask_is_bool) {
+                if (!static_cast<const bool*>(a.mask)[mo]) x = kNegInf;
+              } else {
+                x += H::to_float(static_cast<const uint16_t*>(a.mask)[mo]) * kLog2e;
+              }
+            }
+            s[j][e] = x;
+            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
+          }
         }
+      }
+      float base[2], correction[2], tile_sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        base[r] = tile_max[r] == kNegInf ? 0.f : tile_max[r];  // nothing seen yet: every p is 0
+        correction[r] = exp2f(row_max[r] - base[r]);
+        row_max[r] = tile_max[r];
+      }
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float p = exp2f(s[j][e] - base[e >> 1]);
+          s[j][e] = p;
+          tile_sum[e >> 1] += p;
+        }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) row_sum[r] = row_sum[r] * correction[r] + tile_sum[r];
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d) {
+        o[d][0] *= correction[0];
+        o[d][1] *= correction[0];
+        o[d][2] *= correction[1];
+        o[d][3] *= correction[1];
       }
 
       // O += P V: P's A fragments come from the score accumulators of two 8-key groups.
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        uint32_t pa[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          pa[mt][0] = H::pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pa[mt][1] = H::pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pa[mt][2] = H::pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pa[mt][3] = H::pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-        }
+        const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
+                                H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                H::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
         // V's B fragments, transposed by ldmatrix: keys kk*16.. (two halves of 8) by two 8-wide column groups.
 #pragma unroll
         for (int d = 0; d < D / 8; d += 2) {
           uint32_t b[4];
           load_matrices_at<true>(b, vs + kk * 16 * kRowBytes + d * 16);
-#pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            H::mma(o[mt][d], pa[mt], b[0], b[1]);
-            H::mma(o[mt][d + 1], pa[mt], b[2], b[3]);
-          }
+          H::mma(o[d], pa, b[0], b[1]);
+          H::mma(o[d + 1], pa, b[2], b[3]);
         }
       }
     }
     __syncthreads();  // every warp is done with this stage before it is loaded again
   }
 
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+    inv[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
+  }
   uint16_t* out = static_cast<uint16_t*>(a.out) + batch * a.L * a.Ev;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    float inv[2];
+  for (int d = 0; d < D / 8; ++d)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = row_sum[mt][r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      inv[r] = sum > 0.f ? 1.f / sum : 0.f;
+    for (int e = 0; e < 4; ++e) {
+      const int row = rows[e >> 1];
+      const int col = 8 * d + 2 * t + (e & 1);
+      if (row < L && col < a.Ev) out[int64_t{row} * a.Ev + col] = H::from_float(o[d][e] * inv[e >> 1]);
     }
-#pragma unroll
-    for (int d = 0; d < D / 8; ++d)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = rows[mt][e >> 1];
-        const int col = 8 * d + 2 * t + (e & 1);
-        if (row < L && col < a.Ev) out[int64_t{row} * a.Ev + col] = H::from_float(o[mt][d][e] * inv[e >> 1]);
-      }
-  }
 }
 
 // ---- row kernel (f32, and f16/bf16 below sm_80) ---------------------------------------
@@ -442,8 +404,7 @@ __global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_co
 }
 
 template <typename T, int D, bool kMask>
-cudaError_t launch_flash_d(const AttentionArgs& a, int64_t batches, cudaStream_t stream) {
-  const int64_t blocks = batches * ((a.L + flash_block_m<D>() - 1) / flash_block_m<D>());
+cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   constexpr int bytes = flash_shared_bytes<D>();
   if constexpr (bytes > 48 * 1024) {
     // Above 48 KiB of dynamic shared memory a kernel opts in, once per device
@@ -463,12 +424,12 @@ cudaError_t launch_flash_d(const AttentionArgs& a, int64_t batches, cudaStream_t
 }
 
 template <typename T>
-cudaError_t launch_flash(const AttentionArgs& a, int64_t batches, cudaStream_t stream) {
+cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   const int64_t head_dim = a.E > a.Ev ? a.E : a.Ev;
   const bool mask = a.mask != nullptr;
-  if (head_dim <= 32) return mask ? launch_flash_d<T, 32, true>(a, batches, stream) : launch_flash_d<T, 32, false>(a, batches, stream);
-  if (head_dim <= 64) return mask ? launch_flash_d<T, 64, true>(a, batches, stream) : launch_flash_d<T, 64, false>(a, batches, stream);
-  return mask ? launch_flash_d<T, 128, true>(a, batches, stream) : launch_flash_d<T, 128, false>(a, batches, stream);
+  if (head_dim <= 32) return mask ? launch_flash_d<T, 32, true>(a, blocks, stream) : launch_flash_d<T, 32, false>(a, blocks, stream);
+  if (head_dim <= 64) return mask ? launch_flash_d<T, 64, true>(a, blocks, stream) : launch_flash_d<T, 64, false>(a, blocks, stream);
+  return mask ? launch_flash_d<T, 128, true>(a, blocks, stream) : launch_flash_d<T, 128, false>(a, blocks, stream);
 }
 
 }  // namespace
@@ -493,7 +454,8 @@ cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
       attention_rows<__nv_bfloat16><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
     return cudaGetLastError();
   }
-  return dtype == DType::f16 ? launch_flash<__half>(a, batches, stream) : launch_flash<__nv_bfloat16>(a, batches, stream);
+  const int64_t blocks = batches * ((a.L + kBlockM - 1) / kBlockM);
+  return dtype == DType::f16 ? launch_flash<__half>(a, blocks, stream) : launch_flash<__nv_bfloat16>(a, blocks, stream);
 }
 
 }  // namespace kiln::cuda
