@@ -8,6 +8,8 @@
 //   - cast(cast(x, g), h) -> cast(x, h) when every value of x's dtype is exact
 //     in g (then the inner cast changes nothing), which also removes f->g->f
 //     round trips through a wider g;
+//   - pow(x, 2) and pow(x, 3) with a literal exponent become x*x and (x*x)*x,
+//     as torch computes them (not an identity of powf, but torch's own rule);
 //   - x*1, 1*x, x/1, x+0, 0+x, x-0 with a literal of ones/zeros, only when
 //     the result's type (dtype, dims and strides) equals x's: a literal that
 //     would broadcast x to a larger shape keeps the op. Note x+0 turns -0.0
@@ -143,6 +145,24 @@ bool simplify_arith(Graph& graph, Node* node) {
   return false;
 }
 
+// pow(x, 2) -> x * x and pow(x, 3) -> (x * x) * x, with a literal exponent that does not broadcast
+// x: the products torch itself computes for these exponents (a general pow is ~40 instructions a
+// value on a GPU, which made GPT-2's tanh GELU compute-bound).
+bool simplify_pow(Graph& graph, Node* node) {
+  Value* x = node->inputs.at(0);
+  Value* e = node->inputs.at(1);
+  Value* out = node->outputs.at(0);
+  const int power = literal_all_equal(e, 2.0) ? 2 : literal_all_equal(e, 3.0) ? 3 : 0;
+  if (power == 0 || out->type.dims != x->type.dims || out->type.dtype != x->type.dtype) return false;
+  if (graph.is_graph_output(out)) return false;  // replace_by keeps graph outputs where they are
+  const OpDef& mul = get_op("mul");
+  Value* y = graph.add_node(mul, {x, x}, {}, "", node)->outputs[0];
+  if (power == 3) y = graph.add_node(mul, {y, x}, {}, "", node)->outputs[0];
+  graph.replace_all_uses(out, y);
+  graph.erase_node(node);
+  return true;
+}
+
 bool simplify_node(Graph& graph, Node* node) {
   const std::string& op = node->op->name;
   if (node->op->has(kView) && node->inputs.size() == 1 && node->outputs.size() == 1) return simplify_view(graph, node);
@@ -150,6 +170,7 @@ bool simplify_node(Graph& graph, Node* node) {
   if (op == "contiguous") return replace_by(graph, node, node->inputs.at(0));
   if ((op == "add" || op == "sub" || op == "mul" || op == "div") && node->inputs.size() == 2)
     return simplify_arith(graph, node);
+  if (op == "pow" && node->inputs.size() == 2) return simplify_pow(graph, node);
   return false;
 }
 
