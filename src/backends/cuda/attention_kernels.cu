@@ -205,11 +205,18 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
       const uint32_t ks = shared_base + 2 * stage * kTileBytes + k_lane;
       const uint32_t vs = shared_base + (2 * stage + 1) * kTileBytes + v_lane;
 
+      // Keys at or past key_end (past S, or under causality past this warp's last row) are masked for
+      // every row of the warp: 8-key groups wholly past it skip both products (the checked path below
+      // gives their scores -inf, so their P is 0). ViT's 197 keys use 5 of the last tile's 64.
+      const int key_end = a.causal && warp_m0 + 16 < S ? warp_m0 + 16 : S;
+      const int groups = (key_end - n0 + 7) / 8;  // at least 1: this tile has a key before key_end
+
       // S = Q K^T: ldmatrix gives the B fragments of two 16-wide k-steps for 8 keys at once.
       float s[kBlockN / 8][4];
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
         s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+        if (j >= groups) continue;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk += 2) {
           uint32_t b[4];
@@ -283,6 +290,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
       // O += P V: P's A fragments come from the score accumulators of two 8-key groups.
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        if (2 * kk >= groups) break;
         const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
                                 H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                 H::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
