@@ -486,6 +486,11 @@ class Parser {
     if (peek().kind == Tok::node_name) name = next().text;
     std::vector<std::string> names;
     for (const Token* o : outs) names.push_back(o->text);
+    // Attributes the op gives a default may be left out (text and saved programs written before the
+    // attribute existed); they are filled in here, so the graph holds them all. Checking the others
+    // is the verifier's job.
+    for (const AttrSpec& spec : op->attrs)
+      if (spec.default_value.has_value() && attrs.find(spec.name) == nullptr) attrs.set(spec.name, *spec.default_value);
     Node* node = at(op_tok, [&] {
       return g.add_node_typed(*op, std::move(inputs), std::move(attrs), std::move(types), std::move(names), name);
     });

@@ -9,6 +9,9 @@
 // [..., L, S]. Attributes:
 //   causal  top-left aligned causal mask (query i sees keys j <= i), like torch
 //   scale   0 means 1 / sqrt(E)
+//   heads_last  the output is [..., L, H, Ev] instead of [..., H, L, Ev] (H the
+//               last batch dim), written in place of a transpose-and-copy
+//               that would follow (fuse_attention makes it)
 // Note [Fully masked rows]: a query row whose every score is -inf (all keys
 // masked) gives zeros, matching torch >= 2.5's math path (_safe_softmax) and
 // its CPU flash kernel, not the NaN that a plain softmax would give.
@@ -58,6 +61,12 @@ Dims attention_batch_dims(const Dims& q, const Dims& k, const Dims& v) {
   return out;
 }
 
+Dims attention_output_batch(const Dims& out, bool heads_last) {
+  Dims batch = leading(out, 2);
+  if (heads_last) batch.back() = out[out.size() - 2];  // [..., L, H, Ev]: H sits where L would
+  return batch;
+}
+
 int64_t attention_batch_index(int64_t out_index, int64_t out_dim, int64_t operand_dim) {
   if (operand_dim == 1) return 0;
   if (operand_dim == out_dim) return out_index;
@@ -101,6 +110,10 @@ std::vector<TensorType> infer_attention(std::span<const TensorType> in, const At
   Dims out = batch;
   out.push_back(L);
   out.push_back(v.dims.back());
+  if (attrs.get_bool("heads_last")) {
+    KILN_CHECK(!batch.empty(), "heads_last needs a heads dim: q, k and v have no batch dims");
+    std::swap(out[out.size() - 3], out[out.size() - 2]);
+  }
   return {TensorType(q.dtype, out)};
 }
 
@@ -111,7 +124,9 @@ void register_attention_ops(OpList& ops) {
   op.name = "attention";
   op.inputs = {"q", "k", "v", "mask"};
   op.optional_inputs = 1;
-  op.attrs = {{"causal", AttrKind::bool_, false}, {"scale", AttrKind::float_, 0.0}};
+  op.attrs = {{"causal", AttrKind::bool_, false},
+              {"scale", AttrKind::float_, 0.0},
+              {"heads_last", AttrKind::bool_, false}};
   op.infer = infer_attention;
   // Adapters (src/builder/aten_attention.cpp) handle their extra arguments and outputs.
   op.aten = {"aten.scaled_dot_product_attention.default",

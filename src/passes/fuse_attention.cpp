@@ -15,6 +15,11 @@
 // (Note [Fully masked rows]). A plain softmax fuses only without a mask, where
 // no row can be fully masked. Nothing fuses when the scores or probabilities
 // have other users.
+//
+// An attention whose only use is contiguous(permute(., swap of the heads dim
+// and L)), the "merge heads" of multi-head attention before the output
+// projection, becomes attention {heads_last=true}, which writes that layout
+// itself: the transpose copy goes away.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -341,12 +346,48 @@ bool fuse_at(Graph& g, Node* softmax) {
   return true;
 }
 
+// contiguous(permute(attention(...), [..., L, H, Ev])) -> attention(...) {heads_last=true}.
+bool write_heads_last(Graph& graph, Node* att) {
+  Value* out = att->outputs[0];
+  const size_t rank = out->type.rank();
+  if (rank < 3 || att->attrs.get_bool("heads_last") || !single_use(out, graph)) return false;
+  Node* permute = out->users[0];
+  if (permute->op->name != "permute") return false;
+  std::vector<int64_t> swap(rank);
+  for (size_t d = 0; d < rank; ++d) swap[d] = static_cast<int64_t>(d);
+  std::swap(swap[rank - 3], swap[rank - 2]);
+  if (permute->attrs.get_ints("dims") != swap || !single_use(permute->outputs[0], graph)) return false;
+  Node* copy = permute->outputs[0]->users[0];
+  if (copy->op->name != "contiguous") return false;
+  Attrs attrs = att->attrs;
+  attrs.set("heads_last", true);
+  Node* fused = graph.add_node(*att->op, att->inputs, std::move(attrs), "", copy);
+  Value* result = copy->outputs[0];
+  const std::string name = result->name, node_name = att->name;
+  graph.replace_all_uses(result, fused->outputs[0]);
+  graph.erase_node(copy);
+  graph.erase_node(permute);
+  graph.erase_node(att);
+  graph.rename(fused->outputs[0], name);
+  fused->name = node_name;
+  return true;
+}
+
 }  // namespace
 
 bool fuse_attention(Graph& graph) {
   bool changed = false;
   for (Node* n : graph.nodes())
     if (n->op->name == "softmax" && !n->outputs[0]->users.empty()) changed |= fuse_at(graph, n);
+  // A rewrite erases nodes later in the list (the permute and the copy): rescan after each.
+  for (bool again = true; again;) {
+    again = false;
+    for (Node* n : graph.nodes())
+      if (n->op->name == "attention" && write_heads_last(graph, n)) {
+        changed = again = true;
+        break;
+      }
+  }
   if (changed) dce(graph);  // the replaced matmul/softmax chains
   return changed;
 }

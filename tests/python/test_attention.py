@@ -12,11 +12,13 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 import kiln
+from kiln import _kiln
 from kiln.dynamo_backend import kiln_backend
 
 from conftest import assert_close, cuda_available
@@ -254,6 +256,36 @@ def test_gpt2_like_causal_block():
     _check_fused(report)
 
 
+MERGE_HEADS = """
+graph {
+  input %q : f32[2,4,6,8]
+  input %k : f32[2,4,5,8]
+  input %v : f32[2,4,5,8]
+  input %m : bool[2,1,6,5]
+  %a = attention(%q, %k, %v, %m) {scale=0.0} : f32[2,4,6,8]
+  %t = permute(%a) {dims=[0,2,1,3]} : f32[2,6,4,8]{192,8,48,1}
+  %c = contiguous(%t) : f32[2,6,4,8]
+  %r = reshape(%c) {shape=[2,6,32]} : f32[2,6,32]
+  return %r
+}
+"""
+
+
+def test_attention_writes_merged_heads_on_cpu():
+    """contiguous(transpose(attention)) becomes attention {heads_last}: same values, no copy."""
+    graph = _kiln.Graph.parse(MERGE_HEADS)
+    exe = kiln.compile_graph(graph)
+    text = exe._native.graph_text()
+    assert "heads_last=true" in text and "contiguous" not in text, text
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8)
+    m = torch.rand(2, 1, 6, 5) > 0.3
+    m[..., 0] = True  # every row sees a key
+    (got,) = exe(q.numpy(), k.numpy(), v.numpy(), m.numpy())
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=m).transpose(1, 2).reshape(2, 6, 32)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
 # ---- CUDA: the flash kernel (skipped without a GPU) ----------------------------------------
 
 
@@ -304,3 +336,22 @@ def test_cuda_gqa_masked_long_keys(dtype):
     got, report = _compile_and_report(fn, [q, k, v, m])
     assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [f16, bf16, f32], ids=str)
+@pytest.mark.parametrize("seq", [7, 197])
+def test_cuda_attention_writes_merged_heads(seq, dtype):
+    # Multi-head attention's merge of heads: the kernels write [B, L, H, D] themselves (heads_last).
+    def fn(q, k, v):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=seq == 7)
+        return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1) * 2
+
+    inputs = _qkv(2, 4, seq, seq, 64, dtype, device="cuda")
+    with torch.no_grad():
+        expected = fn(*inputs)
+    got, report = _compile_and_report(fn, inputs)
+    assert_close(got, expected, dtype, **TOL[dtype])
+    assert not report.fallbacks, str(report)
+    texts = [r.exe._native.graph_text() for g in report.graphs for r in g.region_modules]
+    assert any("heads_last=true" in t for t in texts), texts

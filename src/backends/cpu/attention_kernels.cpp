@@ -30,7 +30,9 @@ Dims leading(const Dims& d, size_t drop) { return Dims(d.begin(), d.end() - stat
 class AttentionKernel final : public CpuKernel {
  public:
   explicit AttentionKernel(const Node& node)
-      : causal_(node.attrs.get_bool("causal")), scale_(node.attrs.get_float("scale")) {}
+      : causal_(node.attrs.get_bool("causal")),
+        scale_(node.attrs.get_float("scale")),
+        heads_last_(node.attrs.get_bool("heads_last")) {}
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
     dispatch_floating(out[0].dtype, "attention", [&]<typename T>() { run_typed<T>(in, out[0], ctx); });
@@ -44,7 +46,8 @@ class AttentionKernel final : public CpuKernel {
     const TensorView* mask = in.size() > 3 ? &in[3] : nullptr;
     const size_t rq = q.dims.size(), rk = k.dims.size(), rv = v.dims.size();
     const int64_t L = q.dims[rq - 2], E = q.dims[rq - 1], S = k.dims[rk - 2], Ev = v.dims[rv - 1];
-    const Dims batch = leading(y.dims, 2);
+    const Dims batch = attention_output_batch(y.dims, heads_last_);
+    const AttentionOutputLayout out{heads_last_ ? batch.back() : 1, L, Ev};
     const int64_t num_batches = numel(batch);
     if (num_batches == 0 || L == 0 || Ev == 0) return;
 
@@ -156,10 +159,11 @@ class AttentionKernel final : public CpuKernel {
         });
         acc.assign(static_cast<size_t>(rows * Ev), C(0));
         if (cols > 0) gemm(kComputeDType, rows, Ev, cols, {scores.data(), cols, 1}, vm, acc.data(), Ev, false, ctx.pool);
-        T* yb = py + (b * L + i0) * Ev;
+        T* yb = py + out.base(b) + i0 * out.row_stride();
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t e = 0; e < Ev; ++e)
-            yb[r * Ev + e] = from_compute<T>(acc[static_cast<size_t>(r * Ev + e)] * inv[static_cast<size_t>(r)]);
+            yb[r * out.row_stride() + e] =
+                from_compute<T>(acc[static_cast<size_t>(r * Ev + e)] * inv[static_cast<size_t>(r)]);
       }
     }
   }
@@ -168,6 +172,7 @@ class AttentionKernel final : public CpuKernel {
 
   bool causal_;
   double scale_;
+  bool heads_last_;
 };
 
 std::unique_ptr<CpuKernel> make_attention_kernel(const Node& node, std::string* reason) {

@@ -56,6 +56,11 @@ __device__ Offsets batch_offsets(const AttentionArgs& a, int64_t b) {
   return o;
 }
 
+// Where batch entry b's output rows start (AttentionOutputLayout in ops/attention_shape.h).
+__device__ int64_t output_base(const AttentionArgs& a, int64_t b) {
+  return (b / a.out_heads) * a.L * a.out_heads * a.Ev + (b % a.out_heads) * a.Ev;
+}
+
 // ---- f16 / bf16 ------------------------------------------------------------------
 
 template <typename T>
@@ -314,14 +319,15 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
     inv[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
   }
-  uint16_t* out = static_cast<uint16_t*>(a.out) + batch * a.L * a.Ev;
+  uint16_t* out = static_cast<uint16_t*>(a.out) + output_base(a, batch);
+  const int64_t out_row = a.out_heads * a.Ev;
 #pragma unroll
   for (int d = 0; d < D / 8; ++d)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = rows[e >> 1];
       const int col = 8 * d + 2 * t + (e & 1);
-      if (row < L && col < a.Ev) out[int64_t{row} * a.Ev + col] = H::from_float(o[d][e] * inv[e >> 1]);
+      if (row < L && col < a.Ev) out[row * out_row + col] = H::from_float(o[d][e] * inv[e >> 1]);
     }
 }
 
@@ -404,10 +410,11 @@ __global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_co
     row_max = new_max;
   }
   const float inv = row_sum > 0.f ? 1.f / row_sum : 0.f;
+  const int64_t out0 = output_base(a, batch) + i * a.out_heads * a.Ev;
 #pragma unroll
   for (int c = 0; c < kPerLane; ++c) {
     const int64_t e = lane + 32 * c;
-    if (e < a.Ev) X::store(a.out, row_id * a.Ev + e, acc[c] * inv);
+    if (e < a.Ev) X::store(a.out, out0 + e, acc[c] * inv);
   }
 }
 

@@ -18,7 +18,7 @@ struct AttentionArgs {
   const void* k = nullptr;
   const void* v = nullptr;
   const void* mask = nullptr;  // nullptr: no mask
-  void* out = nullptr;         // contiguous [batch..., L, Ev]
+  void* out = nullptr;         // contiguous [batch..., L, Ev], or [batch..., L, H, Ev] when out_heads = H > 1
   int dtype = 0;               // kiln::DType of q, k, v and out: f16, bf16 or f32
   bool mask_is_bool = false;   // else additive, in q's dtype
   bool causal = false;
@@ -30,6 +30,7 @@ struct AttentionArgs {
   int64_t k_group = 1, v_group = 1;  // along the last batch dim (heads)
   int64_t q_row = 0, k_row = 0, v_row = 0;  // the head dim itself has stride 1
   int64_t m_row = 0, m_col = 0;
+  int64_t out_heads = 1;  // heads_last: batch entry b's rows start at (b / H) L H Ev + (b % H) Ev, H Ev apart
   bool k_vec = false, v_vec = false;  // rows can be read 16 bytes at a time
   bool tensor_cores = false;          // the device has mma.sync for f16/bf16 (sm_80 or newer)
 };

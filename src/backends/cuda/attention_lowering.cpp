@@ -10,6 +10,7 @@
 #include "backends/cuda/attention_launch.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernel_registry.h"
+#include "ops/attention_shape.h"
 #include "ops/broadcast.h"
 #include "support/error.h"
 
@@ -51,6 +52,7 @@ class AttentionKernel final : public CudaKernel {
       : CudaKernel(node, device),
         causal_(node.attrs.get_bool("causal")),
         scale_(node.attrs.get_float("scale")),
+        heads_last_(node.attrs.get_bool("heads_last")),
         tensor_cores_(tensor_cores) {}
 
  protected:
@@ -73,7 +75,8 @@ class AttentionKernel final : public CudaKernel {
     a.Ev = v.dims.back();
     const double scale = scale_ != 0.0 ? scale_ : 1.0 / std::sqrt(static_cast<double>(a.E));
     a.scale = static_cast<float>(scale);
-    const Dims batch = leading(y.dims, 2);
+    const Dims batch = attention_output_batch(y.dims, heads_last_);
+    a.out_heads = heads_last_ ? batch.back() : 1;
     a.nbatch = static_cast<int>(batch.size());
     copy_dims(a.batch_dims, batch);
     batch_strides(q, batch, a.q_batch, nullptr);
@@ -102,6 +105,7 @@ class AttentionKernel final : public CudaKernel {
  private:
   bool causal_;
   double scale_;
+  bool heads_last_;
   bool tensor_cores_;
 };
 

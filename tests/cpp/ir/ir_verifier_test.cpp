@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ir/parser.h"
+#include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/op_def.h"
 #include "support/error.h"
@@ -77,11 +78,25 @@ TEST(IrVerifier, ArityAndAttributeErrorsNameTheNode) {
   std::unique_ptr<Graph> unknown = parse_graph(
       "graph {\n  input %x : f32[2]\n  %y = relu(%x) {alpha=1} : f32[2]\n  return %y\n}\n");
   expect_verify_error(*unknown, {"node 'y' (relu)", "has no attribute 'alpha'"});
-  // Defaults must be filled in: max_pool2d with only its required attribute.
-  std::unique_ptr<Graph> partial = parse_graph(
+  // A pass must fill in defaults: max_pool2d made with only its required attribute.
+  Graph partial;
+  Value* x = partial.add_input("x", TensorType(DType::f32, {1, 1, 4, 4}));
+  Attrs attrs;
+  attrs.set("kernel_size", std::vector<int64_t>{2, 2});
+  Node* pool = partial.add_node_typed(get_op("max_pool2d"), {x}, attrs,
+                                      {TensorType(DType::f32, {1, 1, 2, 2}), TensorType(DType::i64, {1, 1, 2, 2})},
+                                      {"v", "i"}, "v");
+  partial.set_outputs({pool->outputs[0]});
+  expect_verify_error(partial, {"node 'v' (max_pool2d)", "attribute 'ceil_mode' is missing"});
+}
+
+TEST(IrVerifier, ParsedTextGetsDefaultedAttributesFilledIn) {
+  // Text (and saved programs) from before an attribute existed still verify.
+  std::unique_ptr<Graph> g = parse_graph(
       "graph {\n  input %x : f32[1,1,4,4]\n  %v, %i = max_pool2d(%x) {kernel_size=[2,2]} : f32[1,1,2,2], "
       "i64[1,1,2,2]\n  return %v\n}\n");
-  expect_verify_error(*partial, {"node 'v' (max_pool2d)", "attribute 'ceil_mode' is missing"});
+  verify_graph(*g);
+  EXPECT_NE(print_graph(*g).find("ceil_mode=false"), std::string::npos) << print_graph(*g);
 }
 
 TEST(IrVerifier, UseBeforeDefinitionNamesTheNode) {
