@@ -1,6 +1,6 @@
 // matmul (torch.matmul semantics, batched with broadcasting) and
-// matmul_epilogue (matmul, + bias over the last dim, then an activation)
-// through cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
+// matmul_epilogue (matmul, + bias over the last dim, then an activation, or
+// + a residual) through cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
 //
 // Note [GEMM epilogues]
 // matmul_epilogue's bias and activation run in cuBLASLt's epilogue
@@ -9,6 +9,15 @@
 // tanh approximation, so it serves gelu_tanh; exact gelu, a strided bias, or
 // no algorithm with the epilogue leave the remainder to one in-place pass
 // (launch_bias_act, conv_kernels.cu) after the product. Decided at lowering.
+// A residual (activation "none" only) is cuBLASLt's C with beta = 1, so
+// D = A B + C + bias in one pass and one rounding (the unfused graph rounds
+// after each add; the CPU kernel keeps those roundings). C is the residual
+// in place when it is a row-major matrix of D's shape: unit column stride,
+// its own leading dimension, one strided batch whose matrices do not
+// overlap (C's layout then differs from D's, and the heuristics are asked
+// with the real one). Any other layout is copied into D first (launch_copy)
+// and C = D, in place. The remainder pass stays correct after D = A B + C:
+// with no activation the bias is the last addition in either order.
 //
 // Note [Transposes through GEMM flags]
 // A weight reaches matmul as permute(W, [1, 0]): a view whose last two dims
@@ -136,10 +145,33 @@ void check_lt(cublasStatus_t st, const std::string& what) {
   KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, what, ": cuBLASLt status ", static_cast<int>(st));
 }
 
+// How a residual reaches cuBLASLt's C (Note [GEMM epilogues]).
+enum class Residual { none, as_c, copied_to_d };
+
+// The residual (the output's dims) as a row-major [M, N] matrix of its own leading dimension,
+// in one strided batch over `out_batch` of non-overlapping matrices; false for other layouts.
+bool residual_as_c(const TensorType& r, size_t a_rank, size_t b_rank, const Dims& out_batch, int64_t batch,
+                   Matrix* m) {
+  Dims dims = r.dims, strides = r.strides;
+  // The unit dims that 1-D operands dropped from [batch..., M, N] (their strides never matter).
+  if (b_rank == 1) {
+    dims.push_back(1);
+    strides.push_back(1);
+  }
+  if (a_rank == 1) {
+    dims.insert(dims.end() - 1, 1);
+    strides.insert(strides.end() - 1, 1);
+  }
+  std::string unused;
+  if (!operand_matrix(TensorType(r.dtype, dims, strides), false, out_batch, m, &unused, "residual")) return false;
+  return m->row_major && (batch <= 1 || m->batch_stride >= m->rows * m->ld);
+}
+
 class MatmulKernel final : public CudaKernel {
  public:
   MatmulKernel(const Node& node, const LowerContext& ctx, DType dtype, Matrix a, Matrix b, int64_t m, int64_t n,
-               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride)
+               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride, Residual residual,
+               Matrix c)
       : CudaKernel(node, ctx.device),
         res_(ctx.resources),
         dtype_(dtype),
@@ -148,7 +180,8 @@ class MatmulKernel final : public CudaKernel {
         k_(k),
         act_(act),
         has_bias_(has_bias),
-        bias_stride_(bias_stride) {
+        bias_stride_(bias_stride),
+        residual_(residual) {
     const std::string where = str_cat("node '", node.name, "' (matmul)");
     cudaDataType_t type = dtype == DType::f16    ? CUDA_R_16F
                           : dtype == DType::bf16 ? CUDA_R_16BF
@@ -182,11 +215,13 @@ class MatmulKernel final : public CudaKernel {
     // Stored shapes: a row-major matrix [R, C] is column-major C x R.
     layout(a_layout_, b.row_major ? n : k, b.row_major ? k : n, b.ld, b.batch_stride);
     layout(b_layout_, a.row_major ? k : m, a.row_major ? m : k, a.ld, a.batch_stride);
-    layout(c_layout_, n, m, n, m * n);
+    layout(c_layout_, n, m, c.ld, c.batch_stride);  // D's layout unless the residual is C
+    layout(d_layout_, n, m, n, m * n);
     const size_t es = dtype_size(dtype);
     set_epilogue(where);
     aligned_ok_ = (a.ld * es) % 16 == 0 && (b.ld * es) % 16 == 0 && (n * es) % 16 == 0 &&
-                  (a.batch_stride * es) % 16 == 0 && (b.batch_stride * es) % 16 == 0 && (m * n * es) % 16 == 0;
+                  (a.batch_stride * es) % 16 == 0 && (b.batch_stride * es) % 16 == 0 && (m * n * es) % 16 == 0 &&
+                  (c.ld * es) % 16 == 0 && (c.batch_stride * es) % 16 == 0;
     have_aligned_ = aligned_ok_ && pick(16, &aligned_, where, false);
     if (lt_bias_ || lt_act_) {
       cublasLtMatmulAlgo_t probe{};
@@ -200,9 +235,14 @@ class MatmulKernel final : public CudaKernel {
     pick(static_cast<uint32_t>(es), &unaligned_, where, true);
   }
 
-  // Whether this kernel's bias and activation run inside cuBLASLt (for tests and describe()).
+  // Whether this kernel's bias and activation run inside cuBLASLt, and how a residual is read
+  // (for tests and describe()).
   std::string describe() const override {
-    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "", tf32_ ? " (tf32)" : "");
+    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "",
+                   residual_ == Residual::as_c        ? " (residual as C)"
+                   : residual_ == Residual::copied_to_d ? " (residual copied to D)"
+                                                        : "",
+                   tf32_ ? " (tf32)" : "");
   }
 
  protected:
@@ -210,26 +250,33 @@ class MatmulKernel final : public CudaKernel {
     const TensorView& o = out[0];
     if (m_ == 0 || n_ == 0 || o.numel() == 0) return;
     if (k_ == 0) {
-      check_launch(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * dtype_size(dtype_), s));
+      if (residual_ != Residual::none)
+        copy_residual(in[3], o, s);
+      else
+        check_launch(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * dtype_size(dtype_), s));
       finish(in, o, s, true);
       return;
     }
+    if (residual_ == Residual::copied_to_d) copy_residual(in[3], o, s);
     if (lt_bias_) {
       const void* bias = in[2].data;
       check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
                str_cat("node '", node_name(), "' (matmul_epilogue)"));
     }
     auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const void* c = residual_ == Residual::as_c ? in[3].data : o.data;
     const bool use_aligned = have_aligned_ && aligned(in[0].data) && aligned(in[1].data) && aligned(o.data) &&
-                             (!lt_bias_ || aligned(in[2].data));
+                             aligned(c) && (!lt_bias_ || aligned(in[2].data));
     const cublasLtMatmulAlgo_t& algo = use_aligned ? aligned_ : unaligned_;
-    float alpha_f = 1, beta_f = 0;
-    double alpha_d = 1, beta_d = 0;
+    // beta = 1 adds C (the residual, or D holding its copy); in the scale type, like alpha.
+    const bool add_c = residual_ != Residual::none;
+    float alpha_f = 1, beta_f = add_c ? 1 : 0;
+    double alpha_d = 1, beta_d = add_c ? 1 : 0;
     const void* alpha = dtype_ == DType::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
     const void* beta = dtype_ == DType::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
     cublasStatus_t st = cublasLtMatmul(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, alpha, in[1].data,
-                                       a_layout_.h, in[0].data, b_layout_.h, beta, o.data, c_layout_.h, o.data,
-                                       c_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
+                                       a_layout_.h, in[0].data, b_layout_.h, beta, c, c_layout_.h, o.data,
+                                       d_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
     KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, "node '", node_name(), "' (matmul): cublasLtMatmul failed (status ",
                     static_cast<int>(st), ")");
     finish(in, o, s, false);
@@ -251,6 +298,11 @@ class MatmulKernel final : public CudaKernel {
       check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &zero, sizeof(zero)),
                where);
     }
+  }
+
+  // o = the residual, read through its strides (o is dense).
+  void copy_residual(const TensorView& r, const TensorView& o, cudaStream_t s) const {
+    check_launch(launch_copy(copy_args(r.dims, r.data, r.strides, o.data, o.strides, dtype_size(dtype_)), s));
   }
 
   // The part of the epilogue cuBLASLt did not run (all of it when `all`).
@@ -284,7 +336,7 @@ class MatmulKernel final : public CudaKernel {
     int found = 0;
     cublasStatus_t st =
         cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, a_layout_.h,
-                                       b_layout_.h, c_layout_.h, c_layout_.h, pref.h, 1, &result, &found);
+                                       b_layout_.h, c_layout_.h, d_layout_.h, pref.h, 1, &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
       if (required) fail(ErrorKind::unsupported, where, ": cuBLASLt has no algorithm for this product (status ", static_cast<int>(st), ")");
       return false;
@@ -299,10 +351,11 @@ class MatmulKernel final : public CudaKernel {
   Activation act_;
   bool has_bias_;
   int64_t bias_stride_;
+  Residual residual_;
   bool tf32_ = false;  // f32 on TF32 tensor cores (Note [Math modes])
   bool lt_bias_ = false, lt_act_ = false;  // parts of the epilogue cuBLASLt runs
   Handle<cublasLtMatmulDesc_t, destroy_desc> desc_;
-  Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_;
+  Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_, d_layout_;
   cublasLtMatmulAlgo_t aligned_{}, unaligned_{};
   bool aligned_ok_ = false, have_aligned_ = false;
 };
@@ -336,7 +389,21 @@ std::unique_ptr<BackendKernel> make_matmul(const Node& node, const LowerContext&
         : name == "gelu_tanh" ? Activation::gelu_tanh : Activation::none;
   }
   const int64_t bias_stride = has_bias ? node.inputs[2]->type.strides[0] : 0;
-  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch, act, has_bias, bias_stride);
+  // C: D's own layout, or the residual's when cuBLASLt can read it in place.
+  Matrix mc;
+  mc.ld = n;
+  mc.batch_stride = m * n;
+  Residual residual = Residual::none;
+  if (node.inputs.size() > 3) {
+    if (!fits_rank(node, reason)) return nullptr;  // the residual's copy (k == 0 copies it too)
+    Matrix mr;
+    residual = residual_as_c(node.inputs[3]->type, a.rank(), b.rank(), out_batch, batch, &mr) ? Residual::as_c
+                                                                                             : Residual::copied_to_d;
+    if (residual == Residual::as_c) mc = mr;
+  }
+  if (batch <= 1) mc.batch_stride = 0;
+  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch, act, has_bias, bias_stride,
+                                        residual, mc);
 }
 
 #else  // no cuBLASLt in this build
