@@ -12,11 +12,10 @@
 // A residual (activation "none" only) is cuBLASLt's C with beta = 1, so
 // D = A B + C + bias in one pass and one rounding (the unfused graph rounds
 // after each add; the CPU kernel keeps those roundings). C is the residual
-// in place when it is a row-major matrix of D's shape: unit column stride,
-// its own leading dimension, one strided batch whose matrices do not
-// overlap (C's layout then differs from D's, and the heuristics are asked
-// with the real one). Any other layout is copied into D first (launch_copy)
-// and C = D, in place. The remainder pass stays correct after D = A B + C:
+// in place when it has exactly D's layout (dense rows and batches: what a
+// residual stream viewed at the product's dims gives), so C and D share one
+// layout; any other layout is copied into D first (launch_copy) and C = D,
+// in place. The remainder pass stays correct after D = A B + C:
 // with no activation the bias is the last addition in either order.
 //
 // Note [Transposes through GEMM flags]
@@ -148,8 +147,8 @@ void check_lt(cublasStatus_t st, const std::string& what) {
 // How a residual reaches cuBLASLt's C (Note [GEMM epilogues]).
 enum class Residual { none, as_c, copied_to_d };
 
-// The residual (the output's dims) as a row-major [M, N] matrix of its own leading dimension,
-// in one strided batch over `out_batch` of non-overlapping matrices; false for other layouts.
+// The residual (the output's dims) as a dense row-major [M, N] matrix in one dense batch over
+// `out_batch`, exactly D's layout; false for other layouts (they are copied into D first).
 bool residual_as_c(const TensorType& r, size_t a_rank, size_t b_rank, const Dims& out_batch, int64_t batch,
                    Matrix* m) {
   Dims dims = r.dims, strides = r.strides;
@@ -164,14 +163,15 @@ bool residual_as_c(const TensorType& r, size_t a_rank, size_t b_rank, const Dims
   }
   std::string unused;
   if (!operand_matrix(TensorType(r.dtype, dims, strides), false, out_batch, m, &unused, "residual")) return false;
-  return m->row_major && (batch <= 1 || m->batch_stride >= m->rows * m->ld);
+  // D's own layout (dense rows, dense batches): C then shares D's descriptor, the one form cuBLASLt
+  // documents for C != D without conditions.
+  return m->row_major && m->ld == m->cols && (batch <= 1 || m->batch_stride == m->rows * m->cols);
 }
 
 class MatmulKernel final : public CudaKernel {
  public:
   MatmulKernel(const Node& node, const LowerContext& ctx, DType dtype, Matrix a, Matrix b, int64_t m, int64_t n,
-               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride, Residual residual,
-               Matrix c)
+               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride, Residual residual)
       : CudaKernel(node, ctx.device),
         res_(ctx.resources),
         dtype_(dtype),
@@ -215,13 +215,11 @@ class MatmulKernel final : public CudaKernel {
     // Stored shapes: a row-major matrix [R, C] is column-major C x R.
     layout(a_layout_, b.row_major ? n : k, b.row_major ? k : n, b.ld, b.batch_stride);
     layout(b_layout_, a.row_major ? k : m, a.row_major ? m : k, a.ld, a.batch_stride);
-    layout(c_layout_, n, m, c.ld, c.batch_stride);  // D's layout unless the residual is C
-    layout(d_layout_, n, m, n, m * n);
+    layout(c_layout_, n, m, n, m * n);  // C's and D's (a residual read as C has D's layout)
     const size_t es = dtype_size(dtype);
     set_epilogue(where);
     aligned_ok_ = (a.ld * es) % 16 == 0 && (b.ld * es) % 16 == 0 && (n * es) % 16 == 0 &&
-                  (a.batch_stride * es) % 16 == 0 && (b.batch_stride * es) % 16 == 0 && (m * n * es) % 16 == 0 &&
-                  (c.ld * es) % 16 == 0 && (c.batch_stride * es) % 16 == 0;
+                  (a.batch_stride * es) % 16 == 0 && (b.batch_stride * es) % 16 == 0 && (m * n * es) % 16 == 0;
     have_aligned_ = aligned_ok_ && pick(16, &aligned_, where, false);
     if (lt_bias_ || lt_act_) {
       cublasLtMatmulAlgo_t probe{};
@@ -276,7 +274,7 @@ class MatmulKernel final : public CudaKernel {
     const void* beta = dtype_ == DType::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
     cublasStatus_t st = cublasLtMatmul(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, alpha, in[1].data,
                                        a_layout_.h, in[0].data, b_layout_.h, beta, c, c_layout_.h, o.data,
-                                       d_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
+                                       c_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
     KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, "node '", node_name(), "' (matmul): cublasLtMatmul failed (status ",
                     static_cast<int>(st), ")");
     finish(in, o, s, false);
@@ -336,7 +334,7 @@ class MatmulKernel final : public CudaKernel {
     int found = 0;
     cublasStatus_t st =
         cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, a_layout_.h,
-                                       b_layout_.h, c_layout_.h, d_layout_.h, pref.h, 1, &result, &found);
+                                       b_layout_.h, c_layout_.h, c_layout_.h, pref.h, 1, &result, &found);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
       if (required) fail(ErrorKind::unsupported, where, ": cuBLASLt has no algorithm for this product (status ", static_cast<int>(st), ")");
       return false;
@@ -355,7 +353,7 @@ class MatmulKernel final : public CudaKernel {
   bool tf32_ = false;  // f32 on TF32 tensor cores (Note [Math modes])
   bool lt_bias_ = false, lt_act_ = false;  // parts of the epilogue cuBLASLt runs
   Handle<cublasLtMatmulDesc_t, destroy_desc> desc_;
-  Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_, d_layout_;
+  Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_;
   cublasLtMatmulAlgo_t aligned_{}, unaligned_{};
   bool aligned_ok_ = false, have_aligned_ = false;
 };
@@ -389,21 +387,15 @@ std::unique_ptr<BackendKernel> make_matmul(const Node& node, const LowerContext&
         : name == "gelu_tanh" ? Activation::gelu_tanh : Activation::none;
   }
   const int64_t bias_stride = has_bias ? node.inputs[2]->type.strides[0] : 0;
-  // C: D's own layout, or the residual's when cuBLASLt can read it in place.
-  Matrix mc;
-  mc.ld = n;
-  mc.batch_stride = m * n;
   Residual residual = Residual::none;
   if (node.inputs.size() > 3) {
     if (!fits_rank(node, reason)) return nullptr;  // the residual's copy (k == 0 copies it too)
     Matrix mr;
     residual = residual_as_c(node.inputs[3]->type, a.rank(), b.rank(), out_batch, batch, &mr) ? Residual::as_c
                                                                                              : Residual::copied_to_d;
-    if (residual == Residual::as_c) mc = mr;
   }
-  if (batch <= 1) mc.batch_stride = 0;
   return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch, act, has_bias, bias_stride,
-                                        residual, mc);
+                                        residual);
 }
 
 #else  // no cuBLASLt in this build

@@ -152,8 +152,8 @@ TEST(CudaEpilogue, MatmulEpilogueMatchesCpu) {
   }
 }
 
-// The residual as cuBLASLt's C (contiguous, or rows of their own leading
-// dimension, also misaligned) and copied to D first (strided columns).
+// The residual as cuBLASLt's C (dense: D's layout) and copied to D first
+// (rows of their own leading dimension, also misaligned; strided columns).
 TEST(CudaEpilogue, MatmulEpilogueResidualMatchesCpu) {
   KILN_REQUIRE_CUDA();
   std::mt19937 rng(15);
