@@ -4,9 +4,12 @@
 //   relu           apply ReLU to the result (fuse_epilogues)
 //   channels_last  x, weight and the result are stored N, H, W, C (weight
 //                  O, kH, kW, C/groups) instead of NCHW/OIHW (choose_layout)
-// matmul_epilogue(a, b, [bias]): matmul, then + bias (1-D, the output's last
-//   dim) and an activation ("none", "relu", "gelu", "gelu_tanh"), as cuBLASLt's
-//   epilogues compute them (fuse_epilogues).
+// matmul_epilogue(a, b, [bias, [residual]]): matmul, then + bias (1-D, the
+//   output's last dim) and an activation ("none", "relu", "gelu", "gelu_tanh"),
+//   as cuBLASLt's epilogues compute them (fuse_epilogues). A residual (the
+//   output's dims and dtype, any strides) is added after the bias, and only
+//   with activation "none": cuBLASLt adds it (as beta * C) before its
+//   activation, not after.
 // Both infer through the plain op's inference, so their checks and messages
 // are the same.
 #include <string>
@@ -61,6 +64,14 @@ std::vector<TensorType> infer_matmul_epilogue(std::span<const TensorType> in, co
     KILN_CHECK(bias.dtype == out[0].dtype, "bias is ", dtype_name(bias.dtype), " but the product is ",
                dtype_name(out[0].dtype));
   }
+  if (in.size() > 3) {
+    const TensorType& residual = in[3];
+    KILN_CHECK(act == "none", "a residual needs activation none, got '", act, "'");
+    KILN_CHECK(residual.dims == out[0].dims, "residual must be [", dims_to_string(out[0].dims),
+               "] (the output's dims), got [", dims_to_string(residual.dims), "]");
+    KILN_CHECK(residual.dtype == out[0].dtype, "residual is ", dtype_name(residual.dtype), " but the product is ",
+               dtype_name(out[0].dtype));
+  }
   return out;
 }
 
@@ -81,8 +92,8 @@ void register_epilogue_ops(OpList& ops) {
   OpDef mm;
   mm.name = "matmul_epilogue";
   mm.floating_only = true;
-  mm.inputs = {"a", "b", "bias"};
-  mm.optional_inputs = 1;
+  mm.inputs = {"a", "b", "bias", "residual"};
+  mm.optional_inputs = 2;
   mm.attrs = {{"activation", AttrKind::string, std::string("none")}};
   mm.infer = infer_matmul_epilogue;
   ops.push_back(std::move(mm));

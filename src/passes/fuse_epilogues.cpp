@@ -5,15 +5,22 @@
 //   add(reshape(matmul(a, b)), bias) -> reshape(matmul_epilogue(a, b, bias)) when the
 //                                       reshape keeps the last dim (a linear layer on a 3-D
 //                                       input, flattened to 2-D for the product)
+//   add(E, r), add(reshape(E), r)    -> matmul_epilogue(a, b, bias, r'), reshaped as above,
+//     E = matmul_epilogue(a, b, bias) {activation="none"} (a transformer block's skip
+//     connection: cuBLASLt adds r as its C matrix); r has the add's dims and dtype (no
+//     broadcast), and r' is r, or r viewed at E's dims (a reshape; left unfused when r's
+//     strides do not allow that view). Tried after the bias, so the bias goes in first.
 //   relu|gelu|gelu_tanh(matmul...)   -> matmul_epilogue(...) {activation=<op>}
 //   relu(conv2d(...) | conv2d_fused) -> conv2d_fused(...) {relu=true}
 // bias is 1-D over the product's last dim (a linear layer's bias); a or b of
-// rank 1 is left alone. The product must feed only the fused op and not be a
-// graph output, and everything is f32, f16 or bf16. The CPU kernels of the
-// fused ops round like the unfused graph (epilogue_kernels.cpp), so CPU
-// results do not change. Runs before fuse_elementwise, which would otherwise
-// take the add and the activation into an elementwise group.
+// rank 1 is left alone. Nothing fuses after a residual. The product must feed
+// only the fused op and not be a graph output, and everything is f32, f16 or
+// bf16. The CPU kernels of the fused ops round like the unfused graph
+// (epilogue_kernels.cpp), so CPU results do not change. Runs before
+// fuse_elementwise, which would otherwise take the adds and the activation
+// into an elementwise group.
 #include "ops/op_def.h"
+#include "ops/view_offset.h"
 #include "passes/passes.h"
 
 namespace kiln {
@@ -32,7 +39,21 @@ bool plain_product(const Node* p) {
   if (p == nullptr || (p->op->name != "matmul" && p->op->name != "matmul_epilogue")) return false;
   if (!float_type(p->outputs[0]->type.dtype)) return false;
   if (p->inputs[0]->type.rank() < 2 || p->inputs[1]->type.rank() < 2) return false;
-  return p->op->name == "matmul" || p->attrs.get_string("activation") == "none";
+  // A residual stays the last addition: nothing more fuses into such a product.
+  return p->op->name == "matmul" || (p->attrs.get_string("activation") == "none" && p->inputs.size() <= 3);
+}
+
+// The producer of `x`, or the producer of the reshape that `x` is when that reshape keeps the
+// last dim (*reshape set), each feeding only the next; nullptr otherwise.
+Node* producer_through_reshape(const Graph& graph, const Value* x, Node** reshape) {
+  *reshape = nullptr;
+  Node* p = sole_producer(graph, x);
+  if (p == nullptr || p->op->name != "reshape") return p;
+  *reshape = p;
+  p = sole_producer(graph, p->inputs[0]);
+  const bool keeps_last = p != nullptr && !x->type.dims.empty() && !p->outputs[0]->type.dims.empty() &&
+                          x->type.dims.back() == p->outputs[0]->type.dims.back();
+  return keeps_last ? p : nullptr;
 }
 
 // Replaces `tail` (and the product it consumes) by one node of `op`.
@@ -55,35 +76,59 @@ bool bias_over_last_dim(const Node* add, const Value* bias, const Node* product,
          add->outputs[0]->type.dims == through->type.dims;
 }
 
+// Replaces `add` (of product `p`'s output, through `reshape` when not null) by
+// matmul_epilogue(inputs) {activation="none"}, followed by the same reshape.
+void replace_add(Graph& graph, Node* p, Node* reshape, Node* add, std::vector<Value*> inputs) {
+  Attrs attrs;
+  attrs.set("activation", std::string("none"));
+  if (reshape == nullptr) {
+    replace(graph, p, add, get_op("matmul_epilogue"), std::move(inputs), attrs);
+    return;
+  }
+  // The epilogue where the product was, then the same reshape of its output in place of the add.
+  Node* fused = graph.add_node(get_op("matmul_epilogue"), std::move(inputs), attrs, "", add);
+  Node* view = graph.add_node(get_op("reshape"), {fused->outputs[0]}, reshape->attrs, "", add);
+  Value* out = add->outputs[0];
+  const std::string name = out->name, add_name = add->name, product_name = p->name;
+  graph.replace_all_uses(out, view->outputs[0]);
+  graph.erase_node(add);
+  graph.erase_node(reshape);
+  graph.erase_node(p);
+  graph.rename(view->outputs[0], name);
+  view->name = add_name;
+  fused->name = product_name;
+}
+
 bool fuse_bias(Graph& graph, Node* add) {
   for (size_t i = 0; i < 2; ++i) {
     Value* bias = add->inputs[1 - i];
-    Node* p = sole_producer(graph, add->inputs[i]);
     Node* reshape = nullptr;
-    if (p != nullptr && p->op->name == "reshape") {
-      reshape = p;
-      p = sole_producer(graph, reshape->inputs[0]);
-      if (p != nullptr && reshape->outputs[0]->type.dims.back() != p->outputs[0]->type.dims.back()) continue;
-    }
+    Node* p = producer_through_reshape(graph, add->inputs[i], &reshape);
     if (!plain_product(p) || p->inputs.size() > 2 || !bias_over_last_dim(add, bias, p, add->inputs[i])) continue;
-    Attrs attrs;
-    attrs.set("activation", std::string("none"));
-    if (reshape == nullptr) {
-      replace(graph, p, add, get_op("matmul_epilogue"), {p->inputs[0], p->inputs[1], bias}, attrs);
-      return true;
+    replace_add(graph, p, reshape, add, {p->inputs[0], p->inputs[1], bias});
+    return true;
+  }
+  return false;
+}
+
+// The add of a residual to a matmul_epilogue that has its bias (after fuse_bias).
+bool fuse_residual(Graph& graph, Node* add) {
+  const TensorType& out = add->outputs[0]->type;
+  for (size_t i = 0; i < 2; ++i) {
+    Value* r = add->inputs[1 - i];
+    Node* reshape = nullptr;
+    Node* p = producer_through_reshape(graph, add->inputs[i], &reshape);
+    if (!plain_product(p) || p->inputs.size() != 3 || add->inputs[i]->type.dims != out.dims) continue;
+    if (r->type.dims != out.dims || r->type.dtype != out.dtype || r->type.dtype != p->outputs[0]->type.dtype) continue;
+    if (reshape != nullptr) {  // r viewed at the product's dims, when its strides allow it
+      const Dims& dims = p->outputs[0]->type.dims;
+      Dims strides;
+      if (!reshape_strides(r->type.dims, r->type.strides, dims, &strides)) continue;
+      Attrs shape;
+      shape.set("shape", std::vector<int64_t>(dims.begin(), dims.end()));
+      r = graph.add_node(get_op("reshape"), {r}, shape, "", add)->outputs[0];
     }
-    // The epilogue where the product was, then the same reshape of its output in place of the add.
-    Node* fused = graph.add_node(get_op("matmul_epilogue"), {p->inputs[0], p->inputs[1], bias}, attrs, "", add);
-    Node* view = graph.add_node(get_op("reshape"), {fused->outputs[0]}, reshape->attrs, "", add);
-    Value* out = add->outputs[0];
-    const std::string name = out->name, add_name = add->name, product_name = p->name;
-    graph.replace_all_uses(out, view->outputs[0]);
-    graph.erase_node(add);
-    graph.erase_node(reshape);
-    graph.erase_node(p);
-    graph.rename(view->outputs[0], name);
-    view->name = add_name;
-    fused->name = product_name;
+    replace_add(graph, p, reshape, add, {p->inputs[0], p->inputs[1], p->inputs[2], r});
     return true;
   }
   return false;
@@ -110,7 +155,7 @@ bool fuse_activation(Graph& graph, Node* act) {
 bool fuse_one(Graph& graph) {
   for (Node* node : graph.nodes()) {
     const std::string& op = node->op->name;
-    if (op == "add" && fuse_bias(graph, node)) return true;
+    if (op == "add" && (fuse_bias(graph, node) || fuse_residual(graph, node))) return true;
     if ((op == "relu" || op == "gelu" || op == "gelu_tanh") && fuse_activation(graph, node)) return true;
   }
   return false;

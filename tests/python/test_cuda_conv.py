@@ -108,6 +108,38 @@ def test_matmul_epilogue_on_cpu_matches_unfused():
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_residual_epilogue_on_cpu_matches_unfused(dtype):
+    """A linear layer on a 3-D input plus that input (a transformer block's skip connection): the
+    bias and the residual go into one matmul_epilogue, and the CPU result is the unfused graph's,
+    bit for bit (the fused kernel rounds after the bias and after the residual, as the adds do)."""
+
+    def block():
+        g = kiln.Graph()
+        x = g.input("x", dtype, [2, 5, 16])
+        w = g.weight("w", dtype, [16, 16])
+        b = g.weight("b", dtype, [16])
+        rows = g.op("reshape", [x], {"shape": [10, 16]})[0]
+        y = g.op("matmul", [rows, g.op("permute", [w], {"dims": [1, 0]})[0]])[0]
+        y = g.op("reshape", [y], {"shape": [2, 5, 16]})[0]
+        g.set_outputs([g.op("add", [g.op("add", [y, b])[0], x])[0]])
+        return g
+
+    torch.manual_seed(0)
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    x, w, b = (torch.randn(s).to(tdt) for s in [(2, 5, 16), (16, 16), (16,)])
+    fused, plain = kiln.compile_graph(block()), kiln.compile_graph(block(), optimize=False)
+    text = fused.describe()
+    assert text.count("matmul_epilogue(") == 1 and "add(" not in text, text
+    outs = []
+    for exe in (fused, plain):
+        exe.bind_weight("w", w)
+        exe.bind_weight("b", b)
+        outs.append(torch.empty(2, 5, 16, dtype=tdt))
+        exe.run([x], outs[-1:])
+    assert torch.equal(outs[0], outs[1])
+
+
 class PatchEmbed(torch.nn.Module):
     """A patch convolution read as tokens (a view of its channels-last result) and flattened whole
     (which needs NCHW again), as ViT and a ConvNeXt-like stem use it."""
@@ -242,6 +274,28 @@ def test_linear_epilogue_matches_eager(dtype, act, shape):
     model = torch.nn.Sequential(*layers).to("cuda", dtype).eval()
     x = torch.randn(*shape, device="cuda", dtype=dtype)
     assert compile_cuda(model, [x], dtype) == []
+
+
+class LinearResidual(torch.nn.Module):
+    """A transformer block's skip connection: fc(x) + x."""
+
+    def __init__(self, width=64):
+        super().__init__()
+        self.fc = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x) + x
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_linear_residual_matches_eager(dtype):
+    torch.manual_seed(0)
+    model = LinearResidual().to("cuda", dtype).eval()
+    x = torch.randn(2, 5, 64, device="cuda", dtype=dtype)
+    assert compile_cuda(model, [x], dtype) == []
+    _, text = kernel_ops(model, [x])
+    assert "residual as C" in text and "add(" not in text, text
 
 
 @needs_cuda

@@ -3,13 +3,16 @@
 // unfused graph (the product is stored in the output dtype, then the bias and
 // activation are applied in the compute type), so the CPU results of a graph
 // do not change when a pass fuses it.
-//   matmul_epilogue  matmul, then + bias over the last dim, then the activation
+//   matmul_epilogue  matmul, then + bias over the last dim, then the activation,
+//                    or (activation none) + the residual, rounded after the
+//                    bias and again after the residual as the two unfused adds
 //   conv2d_fused     conv2d (bias included), then ReLU (its channels_last
 //                    form goes through channels_last_kernels.cpp)
 #include <vector>
 
 #include "backends/cpu/dtype_dispatch.h"
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/strided_loop.h"
 #include "ops/op_def.h"
 #include "ops/scalar_math.h"
 #include "support/error.h"
@@ -44,6 +47,7 @@ class EpilogueKernel final : public CpuKernel {
     } else {
       act_ = parse_act(node.attrs.get_string("activation"));
       bias_ = node.inputs.size() > 2;
+      residual_ = node.inputs.size() > 3;
     }
   }
 
@@ -51,34 +55,48 @@ class EpilogueKernel final : public CpuKernel {
     const TensorView& y = out[0];
     if (!conv_) {
       base_->run(in.first(2), out, ctx);
-      dispatch_floating(y.dtype, "matmul_epilogue", [&]<typename T>() { finish<T>(y, bias_ ? &in[2] : nullptr, ctx); });
+      dispatch_floating(y.dtype, "matmul_epilogue", [&]<typename T>() {
+        finish<T>(y, bias_ ? &in[2] : nullptr, residual_ ? &in[3] : nullptr, ctx);
+      });
       return;
     }
     base_->run(in, out, ctx);
-    dispatch_floating(y.dtype, "conv2d_fused", [&]<typename T>() { finish<T>(y, nullptr, ctx); });
+    dispatch_floating(y.dtype, "conv2d_fused", [&]<typename T>() { finish<T>(y, nullptr, nullptr, ctx); });
   }
 
  private:
-  // y = act(y + bias) in place (bias over the last dim); y contiguous.
+  // y = act(y + bias) + residual in place (bias over the last dim, residual
+  // strided, only with activation none); y contiguous.
   template <typename T>
-  void finish(const TensorView& y, const TensorView* bias, const CpuContext& ctx) const {
+  void finish(const TensorView& y, const TensorView* bias, const TensorView* residual, const CpuContext& ctx) const {
     if (act_ == Act::none && bias == nullptr) return;
     T* d = static_cast<T*>(y.data);
     const int64_t last = y.dims.empty() ? 1 : y.dims.back();
-    ctx.pool.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        auto v = to_compute(d[i]);
-        if (bias != nullptr) {
-          v += to_compute(static_cast<const T*>(bias->data)[(i % last) * bias->strides[0]]);
-          v = to_compute(from_compute<T>(v));  // the unfused add rounds here
-        }
-        d[i] = from_compute<T>(apply(act_, v));
+    auto biased = [&](int64_t i) {
+      auto v = to_compute(d[i]);
+      if (bias != nullptr) {
+        v += to_compute(static_cast<const T*>(bias->data)[(i % last) * bias->strides[0]]);
+        v = to_compute(from_compute<T>(v));  // the unfused add rounds here
       }
+      return v;
+    };
+    ctx.pool.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) {
+      if (residual == nullptr) {
+        for (int64_t i = i0; i < i1; ++i) d[i] = from_compute<T>(apply(act_, biased(i)));
+        return;
+      }
+      // y's flat index walks the residual's strides in the same (row-major) order.
+      const T* r = static_cast<const T*>(residual->data);
+      int64_t i = i0;
+      for_each_offset<1>(y.dims, {&residual->strides}, i0, i1, [&](const std::array<int64_t, 1>& o) {
+        d[i] = from_compute<T>(biased(i) + to_compute(r[o[0]]));
+        ++i;
+      });
     });
   }
 
   std::unique_ptr<CpuKernel> base_;
-  bool conv_ = false, bias_ = false;
+  bool conv_ = false, bias_ = false, residual_ = false;
   Act act_ = Act::none;
 };
 

@@ -55,6 +55,18 @@ Operand operand_over(const TensorView& view, const Dims& out_dims) {
   return o;
 }
 
+CopyArgs copy_args(const Dims& dims, const void* src, const Dims& src_strides, void* dst, const Dims& dst_strides,
+                   size_t elem_size) {
+  CopyArgs a;
+  a.space = index_space(dims);
+  a.elem_size = static_cast<int>(elem_size);
+  a.src = src;
+  copy_dims(a.src_strides, src_strides);
+  a.dst = dst;
+  copy_dims(a.dst_strides, dst_strides);
+  return a;
+}
+
 Compute compute_of(DType d) {
   if (d == DType::f64) return Compute::f64;
   return is_floating(d) ? Compute::f32 : Compute::i64;

@@ -76,6 +76,9 @@ IndexSpace index_space(const Dims& dims);
 void copy_dims(int64_t* dst, const Dims& src);
 // `view` read over `out_dims` (broadcast strides).
 Operand operand_over(const TensorView& view, const Dims& out_dims);
+// dst (strided) = src (strided) over dims, for launch_copy.
+CopyArgs copy_args(const Dims& dims, const void* src, const Dims& src_strides, void* dst, const Dims& dst_strides,
+                   size_t elem_size);
 Compute compute_of(DType d);  // f32 for f16/bf16/f32, f64, else i64
 // A row space over `axes` (sorted) of `in` (strided) and `out` (same dims).
 RowSpace row_space(const Dims& dims, const Dims& in_strides, const Dims& out_strides, std::span<const int64_t> axes);

@@ -18,19 +18,6 @@ namespace {
 
 char* byte_ptr(const TensorView& v) { return static_cast<char*>(v.data); }
 
-// dst (strided) = src (strided) over dims.
-CopyArgs copy_args(const Dims& dims, const void* src, const Dims& src_strides, void* dst, const Dims& dst_strides,
-                   size_t elem_size) {
-  CopyArgs a;
-  a.space = index_space(dims);
-  a.elem_size = static_cast<int>(elem_size);
-  a.src = src;
-  copy_dims(a.src_strides, src_strides);
-  a.dst = dst;
-  copy_dims(a.dst_strides, dst_strides);
-  return a;
-}
-
 uint64_t fill_word(double v, DType dtype) {
   std::array<uint8_t, 8> bytes = cpu::internal::scalar_bytes(v, dtype);
   uint64_t w = 0;

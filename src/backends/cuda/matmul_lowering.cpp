@@ -1,6 +1,6 @@
 // matmul (torch.matmul semantics, batched with broadcasting) and
-// matmul_epilogue (matmul, + bias over the last dim, then an activation)
-// through cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
+// matmul_epilogue (matmul, + bias over the last dim, then an activation, or
+// + a residual) through cuBLASLt, for f16, bf16, f32 (no TF32) and f64.
 //
 // Note [GEMM epilogues]
 // matmul_epilogue's bias and activation run in cuBLASLt's epilogue
@@ -9,6 +9,14 @@
 // tanh approximation, so it serves gelu_tanh; exact gelu, a strided bias, or
 // no algorithm with the epilogue leave the remainder to one in-place pass
 // (launch_bias_act, conv_kernels.cu) after the product. Decided at lowering.
+// A residual (activation "none" only) is cuBLASLt's C with beta = 1, so
+// D = A B + C + bias in one pass and one rounding (the unfused graph rounds
+// after each add; the CPU kernel keeps those roundings). C is the residual
+// in place when it has exactly D's layout (dense rows and batches: what a
+// residual stream viewed at the product's dims gives), so C and D share one
+// layout; any other layout is copied into D first (launch_copy) and C = D,
+// in place. The remainder pass stays correct after D = A B + C:
+// with no activation the bias is the last addition in either order.
 //
 // Note [Transposes through GEMM flags]
 // A weight reaches matmul as permute(W, [1, 0]): a view whose last two dims
@@ -136,10 +144,34 @@ void check_lt(cublasStatus_t st, const std::string& what) {
   KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, what, ": cuBLASLt status ", static_cast<int>(st));
 }
 
+// How a residual reaches cuBLASLt's C (Note [GEMM epilogues]).
+enum class Residual { none, as_c, copied_to_d };
+
+// The residual (the output's dims) as a dense row-major [M, N] matrix in one dense batch over
+// `out_batch`, exactly D's layout; false for other layouts (they are copied into D first).
+bool residual_as_c(const TensorType& r, size_t a_rank, size_t b_rank, const Dims& out_batch, int64_t batch,
+                   Matrix* m) {
+  Dims dims = r.dims, strides = r.strides;
+  // The unit dims that 1-D operands dropped from [batch..., M, N] (their strides never matter).
+  if (b_rank == 1) {
+    dims.push_back(1);
+    strides.push_back(1);
+  }
+  if (a_rank == 1) {
+    dims.insert(dims.end() - 1, 1);
+    strides.insert(strides.end() - 1, 1);
+  }
+  std::string unused;
+  if (!operand_matrix(TensorType(r.dtype, dims, strides), false, out_batch, m, &unused, "residual")) return false;
+  // D's own layout (dense rows, dense batches): C then shares D's descriptor, the one form cuBLASLt
+  // documents for C != D without conditions.
+  return m->row_major && m->ld == m->cols && (batch <= 1 || m->batch_stride == m->rows * m->cols);
+}
+
 class MatmulKernel final : public CudaKernel {
  public:
   MatmulKernel(const Node& node, const LowerContext& ctx, DType dtype, Matrix a, Matrix b, int64_t m, int64_t n,
-               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride)
+               int64_t k, int64_t batch, Activation act, bool has_bias, int64_t bias_stride, Residual residual)
       : CudaKernel(node, ctx.device),
         res_(ctx.resources),
         dtype_(dtype),
@@ -148,7 +180,8 @@ class MatmulKernel final : public CudaKernel {
         k_(k),
         act_(act),
         has_bias_(has_bias),
-        bias_stride_(bias_stride) {
+        bias_stride_(bias_stride),
+        residual_(residual) {
     const std::string where = str_cat("node '", node.name, "' (matmul)");
     cudaDataType_t type = dtype == DType::f16    ? CUDA_R_16F
                           : dtype == DType::bf16 ? CUDA_R_16BF
@@ -182,7 +215,7 @@ class MatmulKernel final : public CudaKernel {
     // Stored shapes: a row-major matrix [R, C] is column-major C x R.
     layout(a_layout_, b.row_major ? n : k, b.row_major ? k : n, b.ld, b.batch_stride);
     layout(b_layout_, a.row_major ? k : m, a.row_major ? m : k, a.ld, a.batch_stride);
-    layout(c_layout_, n, m, n, m * n);
+    layout(c_layout_, n, m, n, m * n);  // C's and D's (a residual read as C has D's layout)
     const size_t es = dtype_size(dtype);
     set_epilogue(where);
     aligned_ok_ = (a.ld * es) % 16 == 0 && (b.ld * es) % 16 == 0 && (n * es) % 16 == 0 &&
@@ -200,9 +233,14 @@ class MatmulKernel final : public CudaKernel {
     pick(static_cast<uint32_t>(es), &unaligned_, where, true);
   }
 
-  // Whether this kernel's bias and activation run inside cuBLASLt (for tests and describe()).
+  // Whether this kernel's bias and activation run inside cuBLASLt, and how a residual is read
+  // (for tests and describe()).
   std::string describe() const override {
-    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "", tf32_ ? " (tf32)" : "");
+    return str_cat(CudaKernel::describe(), lt_bias_ || lt_act_ ? " (cuBLASLt epilogue)" : "",
+                   residual_ == Residual::as_c        ? " (residual as C)"
+                   : residual_ == Residual::copied_to_d ? " (residual copied to D)"
+                                                        : "",
+                   tf32_ ? " (tf32)" : "");
   }
 
  protected:
@@ -210,25 +248,32 @@ class MatmulKernel final : public CudaKernel {
     const TensorView& o = out[0];
     if (m_ == 0 || n_ == 0 || o.numel() == 0) return;
     if (k_ == 0) {
-      check_launch(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * dtype_size(dtype_), s));
+      if (residual_ != Residual::none)
+        copy_residual(in[3], o, s);
+      else
+        check_launch(cudaMemsetAsync(o.data, 0, static_cast<size_t>(o.numel()) * dtype_size(dtype_), s));
       finish(in, o, s, true);
       return;
     }
+    if (residual_ == Residual::copied_to_d) copy_residual(in[3], o, s);
     if (lt_bias_) {
       const void* bias = in[2].data;
       check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
                str_cat("node '", node_name(), "' (matmul_epilogue)"));
     }
     auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const void* c = residual_ == Residual::as_c ? in[3].data : o.data;
     const bool use_aligned = have_aligned_ && aligned(in[0].data) && aligned(in[1].data) && aligned(o.data) &&
-                             (!lt_bias_ || aligned(in[2].data));
+                             aligned(c) && (!lt_bias_ || aligned(in[2].data));
     const cublasLtMatmulAlgo_t& algo = use_aligned ? aligned_ : unaligned_;
-    float alpha_f = 1, beta_f = 0;
-    double alpha_d = 1, beta_d = 0;
+    // beta = 1 adds C (the residual, or D holding its copy); in the scale type, like alpha.
+    const bool add_c = residual_ != Residual::none;
+    float alpha_f = 1, beta_f = add_c ? 1 : 0;
+    double alpha_d = 1, beta_d = add_c ? 1 : 0;
     const void* alpha = dtype_ == DType::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
     const void* beta = dtype_ == DType::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
     cublasStatus_t st = cublasLtMatmul(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, alpha, in[1].data,
-                                       a_layout_.h, in[0].data, b_layout_.h, beta, o.data, c_layout_.h, o.data,
+                                       a_layout_.h, in[0].data, b_layout_.h, beta, c, c_layout_.h, o.data,
                                        c_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
     KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, "node '", node_name(), "' (matmul): cublasLtMatmul failed (status ",
                     static_cast<int>(st), ")");
@@ -251,6 +296,11 @@ class MatmulKernel final : public CudaKernel {
       check_lt(cublasLtMatmulDescSetAttribute(desc_.h, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &zero, sizeof(zero)),
                where);
     }
+  }
+
+  // o = the residual, read through its strides (o is dense).
+  void copy_residual(const TensorView& r, const TensorView& o, cudaStream_t s) const {
+    check_launch(launch_copy(copy_args(r.dims, r.data, r.strides, o.data, o.strides, dtype_size(dtype_)), s));
   }
 
   // The part of the epilogue cuBLASLt did not run (all of it when `all`).
@@ -299,6 +349,7 @@ class MatmulKernel final : public CudaKernel {
   Activation act_;
   bool has_bias_;
   int64_t bias_stride_;
+  Residual residual_;
   bool tf32_ = false;  // f32 on TF32 tensor cores (Note [Math modes])
   bool lt_bias_ = false, lt_act_ = false;  // parts of the epilogue cuBLASLt runs
   Handle<cublasLtMatmulDesc_t, destroy_desc> desc_;
@@ -336,7 +387,15 @@ std::unique_ptr<BackendKernel> make_matmul(const Node& node, const LowerContext&
         : name == "gelu_tanh" ? Activation::gelu_tanh : Activation::none;
   }
   const int64_t bias_stride = has_bias ? node.inputs[2]->type.strides[0] : 0;
-  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch, act, has_bias, bias_stride);
+  Residual residual = Residual::none;
+  if (node.inputs.size() > 3) {
+    if (!fits_rank(node, reason)) return nullptr;  // the residual's copy (k == 0 copies it too)
+    Matrix mr;
+    residual = residual_as_c(node.inputs[3]->type, a.rank(), b.rank(), out_batch, batch, &mr) ? Residual::as_c
+                                                                                             : Residual::copied_to_d;
+  }
+  return std::make_unique<MatmulKernel>(node, ctx, a.dtype, ma, mb, m, n, k, batch, act, has_bias, bias_stride,
+                                        residual);
 }
 
 #else  // no cuBLASLt in this build

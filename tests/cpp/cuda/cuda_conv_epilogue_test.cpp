@@ -1,6 +1,6 @@
 // cuDNN convolutions (conv2d, conv2d_fused with ReLU and channels-last),
-// pooling, inference batch norm and cuBLASLt GEMM epilogues (matmul_epilogue)
-// against the CPU reference kernels, for f32, f16 and bf16. Skips without a
+// pooling, inference batch norm and cuBLASLt GEMM epilogues (matmul_epilogue,
+// its residual too) against the CPU reference kernels, for f32, f16 and bf16. Skips without a
 // CUDA device.
 #include <random>
 
@@ -23,6 +23,16 @@ Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding, std:
 
 // NCHW dims -> NHWC dims.
 Dims nhwc(const Dims& d) { return {d[0], d[2], d[3], d[1]}; }
+
+// A random [..., M, N] tensor whose rows are `ld` elements apart (NaN between them).
+HostTensor padded_rows(DType d, const Dims& dims, int64_t ld, std::mt19937& rng) {
+  Dims strides(dims.size(), 1);
+  strides[dims.size() - 2] = ld;
+  for (size_t i = dims.size() - 2; i-- > 0;) strides[i] = strides[i + 1] * dims[i + 1];
+  HostTensor t = poisoned(TensorType(d, dims, strides));
+  for_each_index(dims, [&](const Dims& i) { t.set(i, random_value(d, Fill::continuous, rng)); });
+  return t;
+}
 
 TEST(CudaConv, ConvolutionsMatchCpu) {
   KILN_REQUIRE_CUDA();
@@ -140,6 +150,54 @@ TEST(CudaEpilogue, MatmulEpilogueMatchesCpu) {
       }
     }
   }
+}
+
+// The residual as cuBLASLt's C (dense: D's layout) and copied to D first
+// (rows of their own leading dimension, also misaligned; strided columns).
+TEST(CudaEpilogue, MatmulEpilogueResidualMatchesCpu) {
+  KILN_REQUIRE_CUDA();
+  std::mt19937 rng(15);
+  Attrs attrs;
+  attrs.set("activation", std::string("none"));
+  for (DType d : kConvTypes) {
+    for (const Dims& a_dims : {Dims{7, 32}, Dims{2, 5, 32}}) {
+      HostTensor a = random_tensor(d, a_dims, rng), b = random_tensor(d, {32, 24}, rng);
+      HostTensor bias = random_tensor(d, {24}, rng);
+      Dims out = a_dims;
+      out.back() = 24;
+      HostTensor dense = random_tensor(d, out, rng), padded = padded_rows(d, out, 32, rng);
+      HostTensor strided = random_tensor(d, out, rng, true);
+      const std::string tag = str_cat("matmul_epilogue residual ", dtype_name(d), " [", dims_to_string(a_dims), "]");
+      EXPECT_TRUE(check_op("matmul_epilogue", {&a, &b, &bias, &dense}, attrs, tag + " dense", 8.0));
+      EXPECT_TRUE(check_op("matmul_epilogue", {&a, &b, &bias, &padded}, attrs, tag + " padded rows", 8.0));
+      EXPECT_TRUE(check_op("matmul_epilogue", {&a, &b, &bias, &padded}, attrs, tag + " misaligned", 8.0,
+                           dtype_size(d)));
+      EXPECT_TRUE(check_op("matmul_epilogue", {&a, &b, &bias, &strided}, attrs, tag + " strided", 8.0));
+    }
+  }
+}
+
+TEST(CudaEpilogue, ResidualIsCOrCopiedToD) {
+  KILN_REQUIRE_CUDA();
+  Graph g;
+  Value* a = g.add_input("a", TensorType(DType::f16, {64, 128}));
+  Value* w = g.add_input("w", TensorType(DType::f16, {256, 128}));
+  Value* bias = g.add_input("bias", TensorType(DType::f16, {256}));
+  Value* dense = g.add_input("dense", TensorType(DType::f16, {64, 256}));
+  Value* rt = g.add_input("rt", TensorType(DType::f16, {256, 64}));
+  Attrs perm;
+  perm.set("dims", std::vector<int64_t>{1, 0});
+  Value* wt = g.add_node(get_op("permute"), {w}, perm)->outputs[0];
+  Value* transposed = g.add_node(get_op("permute"), {rt}, perm)->outputs[0];  // unit stride down the columns
+  Attrs attrs;
+  attrs.set("activation", std::string("none"));
+  auto backend = make_backend(Device{DeviceKind::cuda, 0});
+  const std::string as_c = backend->lower(*g.add_node(get_op("matmul_epilogue"), {a, wt, bias, dense}, attrs))->describe();
+  EXPECT_NE(as_c.find("residual as C"), std::string::npos) << as_c;
+  EXPECT_NE(as_c.find("cuBLASLt epilogue"), std::string::npos) << as_c;
+  const std::string copied =
+      backend->lower(*g.add_node(get_op("matmul_epilogue"), {a, wt, bias, transposed}, attrs))->describe();
+  EXPECT_NE(copied.find("residual copied to D"), std::string::npos) << copied;
 }
 
 TEST(CudaEpilogue, BiasAndReluRunInsideCublasLt) {

@@ -1,6 +1,7 @@
 // matmul against a naive double reference: odd sizes, 1-D operands, batch
 // broadcasting, transposed (strided) operands read without copies, every
-// claimed dtype, and shape errors.
+// claimed dtype, and shape errors; matmul_epilogue's residual against the
+// unfused adds, and its errors.
 #include <gtest/gtest.h>
 
 #include "backends/cpu/gemm.h"
@@ -140,6 +141,42 @@ TEST(Matmul, ShapeErrors) {
                   "bool");
   expect_contains(build_error("matmul", {TensorType(DType::f32, {2, 5, 7}), TensorType(DType::f32, {3, 7, 2})}),
                   "cannot broadcast");
+}
+
+// The residual (read through strides) rounds like the two unfused adds: the
+// fused op's bytes equal matmul, then + bias, then + residual.
+TEST(MatmulEpilogue, ResidualMatchesTheUnfusedAdds) {
+  for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+    std::mt19937 rng(3);
+    HostTensor a(TensorType(d, {2, 5, 7})), b(TensorType(d, {7, 3}, {1, 7})), bias(TensorType(d, {3}));
+    HostTensor residual(TensorType(d, {2, 5, 3}, {3, 6, 1}));  // stored [5, 2, 3]
+    for (HostTensor* t : {&a, &b, &bias, &residual}) fill_random(*t, rng, -4.0, 4.0);
+    Attrs none;
+    none.set("activation", std::string("none"));
+    auto fused = run_op("matmul_epilogue", {&a, &b, &bias, &residual}, none);
+    auto product = run_op("matmul", {&a, &b});
+    auto biased = run_op("add", {&product[0], &bias});
+    auto want = run_op("add", {&biased[0], &residual});
+    EXPECT_EQ(fused[0].bytes, want[0].bytes) << dtype_name(d);
+  }
+}
+
+TEST(MatmulEpilogue, ResidualErrors) {
+  const TensorType a(DType::f32, {4, 8}), b(DType::f32, {8, 16}), bias(DType::f32, {16});
+  Attrs none, relu;
+  none.set("activation", std::string("none"));
+  relu.set("activation", std::string("relu"));
+  const std::string broadcast = build_error("matmul_epilogue", {a, b, bias, TensorType(DType::f32, {1, 16})}, none);
+  expect_contains(broadcast, "(matmul_epilogue): residual must be [4,16] (the output's dims), got [1,16]");
+  expect_contains(build_error("matmul_epilogue", {a, b, bias, TensorType(DType::f32, {2, 4, 16})}, none),
+                  "residual must be [4,16]");
+  expect_contains(build_error("matmul_epilogue", {a, b, bias, TensorType(DType::f16, {4, 16})}, none),
+                  "residual is f16 but the product is f32");
+  expect_contains(build_error("matmul_epilogue", {a, b, bias, TensorType(DType::f32, {4, 16})}, relu),
+                  "a residual needs activation none, got 'relu'");
+  expect_contains(build_error("matmul_epilogue", {a, b, bias, TensorType(DType::f32, {4, 16}), bias}, none),
+                  "expects 2 to 4 inputs, got 5");
+  EXPECT_EQ(build_error("matmul_epilogue", {a, b, bias, TensorType(DType::f32, {4, 16}, {1, 4})}, none), "");
 }
 
 TEST(Matmul, DeclaresAtenOverloads) {
