@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One step of a session on the lent GPU machine, each sized for one device
+# call (at most 10 minutes), so a session issues them back to back while the
+# machine is warm (it is released 30 s after a call; a cold start costs about
+# 4.5 minutes of the session's 30). A step builds kiln first (96 s, through
+# scripts/gpu_check.sh) unless a warm machine already has it installed.
+# Results go to $OUT; carry [".debs"] (see scripts/gpu_check.sh).
+#
+#   bash scripts/gpu_step.sh check          # build, every C++ test, pytest -k cuda
+#   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
+#   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py --backends eager,kiln per workload
+#   bash scripts/gpu_step.sh zoo            # bench/zoo_gpu.py (docs/models.md)
+#   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
+export OUT
+LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
+step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo|soak}"
+shift
+
+ensure_built() {
+  if (cd /tmp && python3 -c "import kiln._kiln" 2>/dev/null); then return 0; fi
+  KILN_GPU_BUILD_ONLY=1 bash "$ROOT/scripts/gpu_check.sh" > "$OUT/build_step.txt" 2>&1
+  tail -2 "$OUT/build_step.txt"
+}
+
+# Rows of earlier calls travel as bench/results/*.jsonl (copy each call's $OUT/bench.jsonl there):
+# they are merged in, so the last call's bench.md holds the whole table.
+bench() {
+  ensure_built
+  local merges=() f
+  for f in "$ROOT"/bench/results/*.jsonl; do [ -f "$f" ] && merges+=(--merge "$f"); done
+  cd "$ROOT/bench" && python3 run.py --workloads "$1" "${merges[@]}" --json "$OUT/bench.jsonl" \
+    --out "$OUT/bench.md" > "$OUT/bench_$step.log" 2>&1
+  echo "bench rc=$?"; tail -30 "$OUT/bench.md"
+}
+
+case "$step" in
+  check)
+    bash "$ROOT/scripts/gpu_check.sh" -k cuda > "$OUT/check.txt" 2>&1
+    tail -25 "$OUT/check.txt"; grep -E "^FAILED|\*\*\*Failed" "$OUT/pytest.log" "$OUT/ctest.log" | head -20 ;;
+  bench-1) bench linear24x8192_b8,resnet50_b1,resnet50_b32 ;;
+  bench-2) bench vit_b_16_b1,vit_b_16_b32,bert_base_b1 ;;
+  bench-3) bench bert_base_b32,gpt2_b1,gpt2_b32 ;;
+  profile)
+    ensure_built
+    for w in "$@"; do
+      (cd "$ROOT/bench" && python3 kernel_profile.py "$w" --backends eager,kiln --top 12) > "$OUT/kprof_$w.txt" 2>&1
+      grep -v -i warn "$OUT/kprof_$w.txt" | tail -28
+    done ;;
+  zoo)
+    ensure_built
+    (cd "$ROOT/bench" && python3 zoo_gpu.py --out "$OUT/zoo_gpu") > "$OUT/zoo.log" 2>&1
+    echo "zoo rc=$?"; tail -5 "$OUT/zoo.log" ;;
+  soak)
+    ensure_built
+    python3 "$ROOT/bench/soak.py" --device cuda --calls 100000 --compiles 100 --json "$OUT/soak.json" \
+      > "$OUT/soak.log" 2>&1
+    echo "soak rc=$?"; tail -15 "$OUT/soak.log" ;;
+  *) echo "unknown step '$step'" >&2; exit 2 ;;
+esac
