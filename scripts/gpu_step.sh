@@ -9,7 +9,7 @@
 #   bash scripts/gpu_step.sh check          # build, every C++ test, pytest -k cuda
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py --backends eager,kiln per workload
-#   bash scripts/gpu_step.sh zoo            # bench/zoo_gpu.py (docs/models.md)
+#   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +17,7 @@ OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo|soak}"
+step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo fp16|bf16|soak}"
 shift
 
 ensure_built() {
@@ -52,8 +52,9 @@ case "$step" in
     done ;;
   zoo)
     ensure_built
-    (cd "$ROOT/bench" && python3 zoo_gpu.py --out "$OUT/zoo_gpu") > "$OUT/zoo.log" 2>&1
-    echo "zoo rc=$?"; tail -5 "$OUT/zoo.log" ;;
+    dtype="${1:?zoo needs a dtype: fp16 or bf16 (one per call)}"
+    (cd "$ROOT/bench" && python3 zoo_gpu.py --dtypes "$dtype" --out "$OUT/zoo_gpu_$dtype") > "$OUT/zoo_$dtype.log" 2>&1
+    echo "zoo rc=$?"; tail -5 "$OUT/zoo_$dtype.log" ;;
   soak)
     ensure_built
     python3 "$ROOT/bench/soak.py" --device cuda --calls 100000 --compiles 100 --json "$OUT/soak.json" \
