@@ -7,6 +7,7 @@ same results on the CPU reference."""
 
 import contextlib
 import functools
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,32 @@ def test_residual_epilogue_on_cpu_matches_unfused(dtype):
         outs.append(torch.empty(2, 5, 16, dtype=tdt))
         exe.run([x], outs[-1:])
     assert torch.equal(outs[0], outs[1])
+
+
+def test_cpu_conv_matches_torch_across_window_geometries():
+    """The CPU convolution's im2col (padding runs, strided and dilated columns, images narrower than
+    the kernel's reach) against torch over a sweep of kernel, stride, padding, dilation and width."""
+    rng = np.random.default_rng(0)
+    cases = 0
+    for k, s, p, d, w in itertools.product([1, 3, 5], [1, 2, 3], [0, 1, 3], [1, 2], [1, 4, 9]):
+        out_h, out_w = (w + 1 + 2 * p - d * (k - 1) - 1) // s + 1, (w + 2 * p - d * (k - 1) - 1) // s + 1
+        if out_h < 1 or out_w < 1:
+            continue
+        g = _kiln.Graph.parse(f"""graph {{
+  input %x : f32[1,3,{w + 1},{w}]
+  weight %wt : f32[4,3,{k},{k}] = "wt"
+  %y = conv2d(%x, %wt) {{dilation=[{d},{d}], groups=1, padding=[{p},{p}], stride=[{s},{s}]}} : f32[1,4,{out_h},{out_w}]
+  return %y
+}}""")
+        exe = kiln.compile_graph(g)
+        x = rng.standard_normal((1, 3, w + 1, w), dtype=np.float32)
+        wt = rng.standard_normal((4, 3, k, k), dtype=np.float32)
+        exe.bind_weight("wt", wt)
+        (got,) = exe(x)
+        want = F.conv2d(torch.from_numpy(x), torch.from_numpy(wt), stride=s, padding=p, dilation=d).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4, err_msg=f"k{k} s{s} p{p} d{d} w{w}")
+        cases += 1
+    assert cases > 100
 
 
 class PatchEmbed(torch.nn.Module):

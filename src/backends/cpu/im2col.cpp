@@ -33,10 +33,22 @@ void im2col(DType dtype, const void* x, int64_t channels, int64_t sc, int64_t sh
             if (h < 0 || h >= g.in_h) {
               std::fill(out + p, out + p + run, T{});
             } else {
+              // Output q of the run reads input column w0 + q * stride_w: zeros (padding) before lo
+              // and from hi on, a plain copy between when the columns are adjacent.
               const T* line = plane + h * sh;
-              int64_t w = ow * g.stride_w - g.pad_w + j * g.dilation_w;
-              for (int64_t q = 0; q < run; ++q, w += g.stride_w)
-                out[p + q] = (w >= 0 && w < g.in_w) ? line[w * sw] : T{};
+              const int64_t w0 = ow * g.stride_w - g.pad_w + j * g.dilation_w;
+              const int64_t lo = w0 >= 0 ? 0 : std::min(run, (g.stride_w - 1 - w0) / g.stride_w);
+              const int64_t last = g.in_w - 1 - w0;  // the largest q * stride_w still inside
+              const int64_t hi = std::max(lo, last < 0 ? int64_t{0} : std::min(run, last / g.stride_w + 1));
+              std::fill(out + p, out + p + lo, T{});
+              std::fill(out + p + hi, out + p + run, T{});
+              const T* first = line + (w0 + lo * g.stride_w) * sw;
+              const int64_t step = g.stride_w * sw;
+              if (step == 1) {
+                std::copy(first, first + (hi - lo), out + p + lo);
+              } else {
+                for (int64_t q = lo; q < hi; ++q) out[p + q] = first[(q - lo) * step];
+              }
             }
             p += run;
             ow = 0;
