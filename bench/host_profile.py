@@ -10,7 +10,6 @@ A diagnostic for the GPU machine, next to bench/run.py; not a test."""
 
 from __future__ import annotations
 
-import argparse
 import collections
 import cProfile
 import io
@@ -19,8 +18,7 @@ import time
 
 import torch
 
-from run_one import warmed_up
-from workloads import WORKLOADS
+from run_one import diagnostic_main, warmed_up
 
 
 def profile(backend: str, workload: str, iters: int, top: int) -> str:
@@ -56,16 +54,5 @@ def profile(backend: str, workload: str, iters: int, top: int) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workload", choices=sorted(WORKLOADS))
-    parser.add_argument("--backends", default="kiln,reduce-overhead")
-    parser.add_argument("--iters", type=int, default=200)
-    parser.add_argument("--top", type=int, default=20)
-    args = parser.parse_args()
-    for backend in args.backends.split(","):
-        print(profile(backend, args.workload, args.iters, args.top), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    diagnostic_main(__doc__, profile, "kiln,reduce-overhead", 200, 20)

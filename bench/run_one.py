@@ -42,6 +42,21 @@ def warmed_up(backend: str, workload: str, calls: int):
     return fn, inputs
 
 
+def diagnostic_main(doc: str, profile, backends: str, iters: int, top: int) -> None:
+    """The command line of the diagnostics (kernel_profile.py, host_profile.py): WORKLOAD [--backends
+    a,b] [--iters N] [--top N], printing profile(backend, workload, iters, top) per backend."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("--backends", default=backends)
+    parser.add_argument("--iters", type=int, default=iters)
+    parser.add_argument("--top", type=int, default=top)
+    args = parser.parse_args()
+    for backend in args.backends.split(","):
+        print(profile(backend, args.workload, args.iters, args.top), flush=True)
+
+
 def first_tensor(out):
     if isinstance(out, torch.Tensor):
         return out

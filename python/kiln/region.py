@@ -19,11 +19,20 @@ def _stream_of_current_stream(index: int) -> int:
     return torch.cuda.current_stream(index).cuda_stream
 
 
-_DATA_PTR = torch.Tensor.data_ptr
-
 # The caller's current cudaStream_t on a device index, as an int: torch's raw accessor where it has
 # one (no Stream object built on every call), else through torch.cuda.current_stream.
 _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_of_current_stream)
+
+
+_DATA_PTR = torch.Tensor.data_ptr
+
+
+def _items_getter(indices: list[int]):
+    """args -> the tuple of args[i] for i in indices, in C (operator.itemgetter)."""
+    if not indices:
+        return lambda args: ()
+    getter = operator.itemgetter(*indices)
+    return (lambda args: (getter(args),)) if len(indices) == 1 else getter  # one index gives the item itself
 
 
 class KilnRegion(torch.nn.Module):
@@ -45,7 +54,7 @@ class KilnRegion(torch.nn.Module):
         self.weight_args = [i for i, w in enumerate(self.arg_is_weight) if w]
         # The bound weights' (ids, data pointers) as of the last call: one comparison per call in the
         # common case instead of a Python-level check per weight (BERT-base binds about 200).
-        self._weights_of = operator.itemgetter(*self.weight_args) if self.weight_args else (lambda args: ())
+        self._weights_of = _items_getter(self.weight_args)
         self._last_weights: list | None = None
         self.input_args = [i for i, w in enumerate(arg_is_weight) if not w]
         self.bound_ptrs: list[int | None] = [None] * len(arg_is_weight)
@@ -71,8 +80,6 @@ class KilnRegion(torch.nn.Module):
             if self.first_call and self.trace is not None:
                 self.trace.record("fold", self.kiln_bytes())
         weights = self._weights_of(args)
-        if len(self.weight_args) == 1:
-            weights = (weights,)  # itemgetter of one index returns the item itself
         snapshot = [list(map(id, weights)), list(map(_DATA_PTR, weights))]
         if snapshot != self._last_weights:
             bound = self.bound_tensors

@@ -20,6 +20,7 @@
 
 #include "ops/op_def.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 #include "passes/weight_exprs.h"
 
 namespace kiln {
@@ -56,15 +57,9 @@ bool joins(const Node& n, const std::unordered_set<const Value*>& chain_values) 
   return any;
 }
 
-Attrs permutation(std::vector<int64_t> dims) {
-  Attrs a;
-  a.set("dims", std::move(dims));
-  return a;
-}
-
 // contiguous(permute(v, dims)), inserted before `before`.
 Value* relayout(Graph& graph, Value* v, std::vector<int64_t> dims, const Node* before) {
-  Value* p = graph.add_node(get_op("permute"), {v}, permutation(std::move(dims)), "", before)->outputs[0];
+  Value* p = graph.add_node(get_op("permute"), {v}, permute_attrs(std::move(dims)), "", before)->outputs[0];
   return graph.add_node(get_op("contiguous"), {p}, {}, "", before)->outputs[0];
 }
 

@@ -8,6 +8,7 @@
 // pipeline: it only pays when those expressions are folded (fold="auto").
 #include "ops/op_def.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 #include "passes/weight_exprs.h"
 
 namespace kiln {
@@ -64,12 +65,8 @@ void rewrite(Graph& graph, Node* conv, Node* bn) {
   if (beta != nullptr) new_bias = add("add", {new_bias, beta});
 
   Node* fused = graph.add_node(*conv->op, {conv->inputs[0], new_weight, new_bias}, conv->attrs, "", bn);
-  Value* out = bn->outputs[0];
-  const std::string name = out->name, node_name = bn->name;
-  graph.replace_all_uses(out, fused->outputs[0]);
-  graph.erase_node(bn);
-  graph.erase_node(conv);
-  graph.rename(fused->outputs[0], name);
+  const std::string node_name = bn->name;
+  replace_output(graph, bn, fused->outputs[0], {conv});
   fused->name = node_name;  // the batch norm's node is gone, so its name is free
 }
 

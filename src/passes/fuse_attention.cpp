@@ -25,11 +25,13 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "ir/literal.h"
 #include "ops/broadcast.h"
 #include "ops/op_def.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -362,13 +364,8 @@ bool write_heads_last(Graph& graph, Node* att) {
   Attrs attrs = att->attrs;
   attrs.set("heads_last", true);
   Node* fused = graph.add_node(*att->op, att->inputs, std::move(attrs), "", copy);
-  Value* result = copy->outputs[0];
-  const std::string name = result->name, node_name = att->name;
-  graph.replace_all_uses(result, fused->outputs[0]);
-  graph.erase_node(copy);
-  graph.erase_node(permute);
-  graph.erase_node(att);
-  graph.rename(fused->outputs[0], name);
+  const std::string node_name = att->name;
+  replace_output(graph, copy, fused->outputs[0], {permute, att});
   fused->name = node_name;
   return true;
 }
@@ -379,15 +376,11 @@ bool fuse_attention(Graph& graph) {
   bool changed = false;
   for (Node* n : graph.nodes())
     if (n->op->name == "softmax" && !n->outputs[0]->users.empty()) changed |= fuse_at(graph, n);
-  // A rewrite erases nodes later in the list (the permute and the copy): rescan after each.
-  for (bool again = true; again;) {
-    again = false;
-    for (Node* n : graph.nodes())
-      if (n->op->name == "attention" && write_heads_last(graph, n)) {
-        changed = again = true;
-        break;
-      }
-  }
+  // Collected first: a rewrite erases the permute and copy after its attention, never another attention.
+  std::vector<Node*> attentions;
+  for (Node* n : graph.nodes())
+    if (n->op->name == "attention") attentions.push_back(n);
+  for (Node* n : attentions) changed |= write_heads_last(graph, n);
   if (changed) dce(graph);  // the replaced matmul/softmax chains
   return changed;
 }

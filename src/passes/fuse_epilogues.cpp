@@ -22,6 +22,7 @@
 #include "ops/op_def.h"
 #include "ops/view_offset.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 
 namespace kiln {
 
@@ -59,12 +60,8 @@ Node* producer_through_reshape(const Graph& graph, const Value* x, Node** reshap
 // Replaces `tail` (and the product it consumes) by one node of `op`.
 void replace(Graph& graph, Node* product, Node* tail, const OpDef& op, std::vector<Value*> inputs, Attrs attrs) {
   Node* fused = graph.add_node(op, std::move(inputs), std::move(attrs), "", tail);
-  Value* out = tail->outputs[0];
-  const std::string name = out->name, node_name = tail->name;
-  graph.replace_all_uses(out, fused->outputs[0]);
-  graph.erase_node(tail);
-  graph.erase_node(product);
-  graph.rename(fused->outputs[0], name);
+  const std::string node_name = tail->name;
+  replace_output(graph, tail, fused->outputs[0], {product});
   fused->name = node_name;
 }
 
@@ -88,13 +85,8 @@ void replace_add(Graph& graph, Node* p, Node* reshape, Node* add, std::vector<Va
   // The epilogue where the product was, then the same reshape of its output in place of the add.
   Node* fused = graph.add_node(get_op("matmul_epilogue"), std::move(inputs), attrs, "", add);
   Node* view = graph.add_node(get_op("reshape"), {fused->outputs[0]}, reshape->attrs, "", add);
-  Value* out = add->outputs[0];
-  const std::string name = out->name, add_name = add->name, product_name = p->name;
-  graph.replace_all_uses(out, view->outputs[0]);
-  graph.erase_node(add);
-  graph.erase_node(reshape);
-  graph.erase_node(p);
-  graph.rename(view->outputs[0], name);
+  const std::string add_name = add->name, product_name = p->name;
+  replace_output(graph, add, view->outputs[0], {reshape, p});
   view->name = add_name;
   fused->name = product_name;
 }
@@ -124,9 +116,8 @@ bool fuse_residual(Graph& graph, Node* add) {
       const Dims& dims = p->outputs[0]->type.dims;
       Dims strides;
       if (!reshape_strides(r->type.dims, r->type.strides, dims, &strides)) continue;
-      Attrs shape;
-      shape.set("shape", std::vector<int64_t>(dims.begin(), dims.end()));
-      r = graph.add_node(get_op("reshape"), {r}, shape, "", add)->outputs[0];
+      r = graph.add_node(get_op("reshape"), {r}, reshape_attrs(std::vector<int64_t>(dims.begin(), dims.end())), "",
+                         add)->outputs[0];
     }
     replace_add(graph, p, reshape, add, {p->inputs[0], p->inputs[1], p->inputs[2], r});
     return true;

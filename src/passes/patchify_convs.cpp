@@ -19,6 +19,7 @@
 #include "ops/op_def.h"
 #include "ops/view_offset.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 
 namespace kiln {
 
@@ -41,18 +42,6 @@ bool is_patch_conv(const Node& n) {
     if (stride[i] != kernel || padding[i] != 0 || dilation[i] != 1 || x.dims[2 + i] % kernel != 0) return false;
   }
   return w.dims[2] * w.dims[3] > 1;  // 1x1 convolutions stay: cuDNN runs them well inside channels-last chains
-}
-
-Attrs shape_attr(std::vector<int64_t> shape) {
-  Attrs a;
-  a.set("shape", std::move(shape));
-  return a;
-}
-
-Attrs dims_attr(std::vector<int64_t> dims) {
-  Attrs a;
-  a.set("dims", std::move(dims));
-  return a;
 }
 
 // The types the views downstream of `v` take when `v` has type `t` (appended to `types`); false when
@@ -80,13 +69,13 @@ void rewrite(Graph& graph, Node* conv) {
   auto add = [&](const char* op, std::vector<Value*> inputs, Attrs attrs = {}) {
     return graph.add_node(get_op(op), std::move(inputs), std::move(attrs), "", conv)->outputs[0];
   };
-  Value* patches = add("reshape", {x}, shape_attr({n, c, ho, kh, wo, kw}));
-  patches = add("contiguous", {add("permute", {patches}, dims_attr({0, 2, 4, 1, 3, 5}))});
-  patches = add("reshape", {patches}, shape_attr({n * ho * wo, c * kh * kw}));
-  Value* weight = add("permute", {add("reshape", {w}, shape_attr({o, c * kh * kw}))}, dims_attr({1, 0}));
+  Value* patches = add("reshape", {x}, reshape_attrs({n, c, ho, kh, wo, kw}));
+  patches = add("contiguous", {add("permute", {patches}, permute_attrs({0, 2, 4, 1, 3, 5}))});
+  patches = add("reshape", {patches}, reshape_attrs({n * ho * wo, c * kh * kw}));
+  Value* weight = add("permute", {add("reshape", {w}, reshape_attrs({o, c * kh * kw}))}, permute_attrs({1, 0}));
   Value* y = add("matmul", {patches, weight});
   if (conv->inputs.size() > 2 && conv->inputs[2] != nullptr) y = add("add", {y, conv->inputs[2]});
-  Value* out = add("permute", {add("reshape", {y}, shape_attr({n, ho, wo, o}))}, dims_attr({0, 3, 1, 2}));
+  Value* out = add("permute", {add("reshape", {y}, reshape_attrs({n, ho, wo, o}))}, permute_attrs({0, 3, 1, 2}));
   Value* old = conv->outputs[0];
   std::vector<std::pair<Value*, TensorType>> view_types;
   if (graph.is_graph_output(old) || !view_types_over(old, out->type, &view_types)) {
@@ -94,10 +83,8 @@ void rewrite(Graph& graph, Node* conv) {
   } else {
     for (auto& [value, type] : view_types) value->type = type;
   }
-  const std::string name = old->name, node_name = conv->name;
-  graph.replace_all_uses(old, out);
-  graph.erase_node(conv);
-  graph.rename(out, name);
+  const std::string node_name = conv->name;
+  replace_output(graph, conv, out);
   out->producer->name = node_name;
 }
 

@@ -18,12 +18,18 @@ def small_graph():
     return g
 
 
-def test_graph_api_matches_numpy():
-    rng = np.random.default_rng(0)
+def bound_small_graph(seed):
+    """small_graph compiled with a random weight bound, and a random input: (exe, x, w)."""
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((2, 3), dtype=np.float32)
     w = rng.standard_normal((4, 3), dtype=np.float32)
     exe = kiln.compile_graph(small_graph())
     exe.bind_weight("w", w)
+    return exe, x, w
+
+
+def test_graph_api_matches_numpy():
+    exe, x, w = bound_small_graph(0)
     (out,) = exe(x)
     np.testing.assert_allclose(out, np.maximum(x @ w.T, 0), rtol=1e-6, atol=1e-6)
     assert exe.bound_weights()["w"] == w.ctypes.data  # by pointer, no copy
@@ -57,11 +63,7 @@ def test_wrong_input_count_and_unbound_weight_are_named():
 
 
 def test_run_into_writes_outputs_by_address_and_checks_their_count():
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, 3), dtype=np.float32)
-    w = rng.standard_normal((4, 3), dtype=np.float32)
-    exe = kiln.compile_graph(small_graph())
-    exe.bind_weight("w", w)
+    exe, x, w = bound_small_graph(1)
     out = np.full((2, 4), np.nan, np.float32)
     exe.run_into([x], [out.ctypes.data])
     np.testing.assert_allclose(out, np.maximum(x @ w.T, 0), rtol=1e-6, atol=1e-6)
