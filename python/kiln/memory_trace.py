@@ -7,6 +7,8 @@ Each compiled graph gets one MemoryTrace. Stages, in the order they happen:
               allocates nothing: folds are computed on the first call)
   lower       optimized, memory-planned and lowered (one C++ call: planning
               allocates nothing, the arena comes with the first run)
+  called      the graph's first region was first called (the time since
+              "lower" is torch's: AOT autograd's wrappers, Dynamo's guards)
   fold        a region's folded constants were computed (on its first call)
   first run   a region's first call finished
   after       the graph's first call finished: what compile leaves behind

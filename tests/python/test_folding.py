@@ -185,7 +185,7 @@ def test_memory_report_records_the_stages():
     traces = kiln.memory_report().traces
     assert len(traces) == 1 and reports[0].memory is traces[0]
     names = [s.name for s in traces[0].stages]
-    assert names == ["start", "import", "plan", "lower", "fold", "first run", "after"]
+    assert names == ["start", "import", "plan", "lower", "called", "fold", "first run", "after"]
     after = traces[0].stage("after")
     assert after.rss_bytes > 0
     assert after.kiln_bytes >= sum(c.nbytes for c in _constants(reports)) > 0
