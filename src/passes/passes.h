@@ -70,6 +70,10 @@ bool fuse_attention(Graph& graph);
 // runs in the narrow dtype; see narrow_attention.cpp.
 bool narrow_attention(Graph& graph);
 
+// An attention whose mask is a constant holding the causal pattern becomes
+// attention {causal=true} without it; see causal_masks.cpp.
+bool causal_masks(Graph& graph);
+
 // Bias adds and activations after matmul, ReLU after conv2d, become the
 // fused ops matmul_epilogue and conv2d_fused; see fuse_epilogues.cpp.
 bool fuse_epilogues(Graph& graph);

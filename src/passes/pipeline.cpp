@@ -17,6 +17,7 @@ const std::vector<PipelineStep>& default_pipeline() {
           {"cse", cse},
           {"fuse_attention", fuse_attention},
           {"narrow_attention", narrow_attention},
+          {"causal_masks", causal_masks},
       }),
       single({"fuse_epilogues", fuse_epilogues}),
       single({"fuse_elementwise", fuse_elementwise}),

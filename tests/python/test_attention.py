@@ -247,13 +247,41 @@ def test_bert_like_block_with_padding_mask():
     _check_fused(report)
 
 
-def test_gpt2_like_causal_block():
+def _graph_texts(report):
+    return [r.exe._native.graph_text() for g in report.graphs for r in g.region_modules]
+
+
+@pytest.mark.parametrize("seq", [12, 40])  # 40: the mask's aranges are computed, not folded into literals
+def test_gpt2_like_causal_block(seq):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=100, n_positions=32, n_embd=64, n_layer=1, n_head=4)
+    config = transformers.GPT2Config(vocab_size=100, n_positions=64, n_embd=64, n_layer=1, n_head=4)
     model = transformers.GPT2Model(config).eval()
-    report = _run_block(model, [torch.randint(0, 100, (2, 12))])
+    report = _run_block(model, [torch.randint(0, 100, (2, seq))])
     _check_fused(report)
+    # transformers' mask (arange, le, where) is the causal pattern: causal=true, no mask read (causal_masks)
+    texts = _graph_texts(report)
+    assert any("causal=true" in t for t in texts) and not any("where" in t for t in texts), texts
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "additive", "shifted"])
+def test_constant_causal_masks_become_causal(mask_kind):
+    # A mask built in the model from shapes alone: the causal pattern becomes causal=true; a bottom-right
+    # aligned one (fewer queries than keys) is a different pattern and stays a mask. Same values as eager.
+    def fn(q, k, v):
+        L, S = q.shape[-2], k.shape[-2]
+        allowed = torch.ones(L, S, dtype=torch.bool).tril(S - L if mask_kind == "shifted" else 0)
+        mask = allowed if mask_kind != "additive" else torch.zeros(L, S).masked_fill(~allowed, float("-inf"))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    inputs = _qkv(2, 3, 20 if mask_kind == "shifted" else 33, 33, 16, f32)
+    with torch.no_grad():
+        expected = fn(*inputs)
+    got, report = _compile_and_report(fn, inputs)
+    assert_close(got, expected, f32, **TOL[f32])
+    assert not report.fallbacks, str(report)
+    causal = any("causal=true" in t for t in _graph_texts(report))
+    assert causal == (mask_kind != "shifted"), _graph_texts(report)
 
 
 MERGE_HEADS = """
@@ -353,5 +381,19 @@ def test_cuda_attention_writes_merged_heads(seq, dtype):
     got, report = _compile_and_report(fn, inputs)
     assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
-    texts = [r.exe._native.graph_text() for g in report.graphs for r in g.region_modules]
+    texts = _graph_texts(report)
     assert any("heads_last=true" in t for t in texts), texts
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [f16, bf16], ids=str)
+def test_cuda_gpt2_like_causal_block(dtype):
+    # transformers' causal mask (finfo.min or -inf where masked) runs as the kernel's causal path.
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=100, n_positions=256, n_embd=128, n_layer=2, n_head=2)
+    model = transformers.GPT2Model(config).eval().to("cuda", dtype)
+    report = _run_block(model, [torch.randint(0, 100, (2, 160), device="cuda")], dtype)
+    assert not report.fallbacks, str(report)
+    texts = _graph_texts(report)
+    assert any("causal=true" in t for t in texts) and not any("where" in t for t in texts), texts

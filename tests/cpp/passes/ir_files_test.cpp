@@ -60,6 +60,7 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"fuse_epilogues", fuse_epilogues},
       {"fuse_attention", fuse_attention},
       {"narrow_attention", narrow_attention},
+      {"causal_masks", causal_masks},
       {"choose_layout", choose_layout},
       {"patchify_convs", patchify_convs},
       {"pipeline", run_pipeline_quietly},
@@ -116,6 +117,7 @@ TEST(IrFiles, FuseElementwise) { check_folder("fuse_elementwise"); }
 TEST(IrFiles, FuseEpilogues) { check_folder("fuse_epilogues"); }
 TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
 TEST(IrFiles, NarrowAttention) { check_folder("narrow_attention"); }
+TEST(IrFiles, CausalMasks) { check_folder("causal_masks"); }
 TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }
 TEST(IrFiles, PatchifyConvs) { check_folder("patchify_convs"); }
 TEST(IrFiles, Pipeline) { check_folder("pipeline"); }

@@ -1,0 +1,104 @@
+// causal_masks: an attention whose mask is a constant spelling the causal
+// pattern becomes attention {causal=true} with no mask.
+//
+// Models build their causal masks from arange and comparisons (GPT-2, LLaMA
+// and the like in transformers), so the mask is a constant of the graph's
+// shapes: an [.., L, S] tensor, bool (true = attend) or additive (0 where a
+// query attends, the dtype's lowest value or -inf where not). The attention
+// kernels run that as a mask read per score, on every tile; causal=true
+// (top-left aligned: query i sees keys j <= i) needs no mask reads and skips
+// the tiles above the diagonal.
+//
+// The mask is evaluated here on the CPU (constant_eval.h) and replaced only
+// when every element matches the pattern exactly, in every leading slice.
+// Exact for additive masks: a score plus the lowest finite f16 value (-65504)
+// is at least 65504 below the row's diagonal score (always unmasked) for any
+// score an f16 tensor can hold, so its exp() is 0 in f32, as for a skipped key.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "ir/literal.h"
+#include "ops/op_def.h"
+#include "passes/constant_eval.h"
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kMaxMaskBytes = int64_t{64} << 20;  // evaluated on the CPU at compile time
+
+double lowest_finite(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return -65504.0;
+    case DType::bf16: return -3.3895313892515355e38;
+    case DType::f32: return std::numeric_limits<float>::lowest();
+    default: return std::numeric_limits<double>::lowest();
+  }
+}
+
+// Whether `mask` (contiguous [.., L, S] bytes) holds the top-left causal pattern in every slice.
+bool is_causal_pattern(const Bytes& mask, const TensorType& type, int64_t L, int64_t S) {
+  const size_t size = dtype_size(type.dtype);
+  const int64_t slices = type.numel() / (L * S);
+  const bool boolean = type.dtype == DType::boolean;
+  const double masked_at_most = boolean ? 0 : lowest_finite(type.dtype);
+  for (int64_t s = 0; s < slices; ++s)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j) {
+        const double v = load_scalar(mask.data() + static_cast<size_t>((s * L + i) * S + j) * size, type.dtype);
+        const bool attends = j <= i;
+        if (boolean ? (v != 0) != attends : attends ? v != 0 : !(v <= masked_at_most)) return false;
+      }
+  return true;
+}
+
+// Whether `mask` is a constant holding the causal pattern, for an attention of L queries and S keys.
+bool causal_mask(const Value* mask, int64_t L, int64_t S) {
+  const TensorType& m = mask->type;
+  if (m.rank() < 2 || m.dims[m.rank() - 2] != L || m.dims[m.rank() - 1] != S) return false;
+  if (m.dtype != DType::boolean && !is_floating(m.dtype)) return false;
+  std::optional<Bytes> values = evaluate_constant(mask, kMaxMaskBytes);
+  return values && is_causal_pattern(*values, m, L, S);
+}
+
+// Layers share one mask value: each (mask, L, S) is evaluated once per run of the pass.
+using Verdicts = std::map<std::tuple<const Value*, int64_t, int64_t>, bool>;
+
+bool make_causal(Graph& graph, Node* att, Verdicts& verdicts) {
+  if (att->inputs.size() != 4 || att->attrs.get_bool("causal")) return false;
+  const TensorType& q = att->inputs[0]->type;
+  const TensorType& k = att->inputs[1]->type;
+  if (q.rank() < 2 || k.rank() < 2) return false;
+  const int64_t L = q.dims[q.rank() - 2], S = k.dims[k.rank() - 2];
+  if (L <= 0 || S <= 0) return false;
+  const auto key = std::make_tuple(static_cast<const Value*>(att->inputs[3]), L, S);
+  auto known = verdicts.find(key);
+  if (known == verdicts.end()) known = verdicts.emplace(key, causal_mask(att->inputs[3], L, S)).first;
+  if (!known->second) return false;
+  Attrs attrs = att->attrs;
+  attrs.set("causal", true);
+  Node* causal = graph.add_node(*att->op, {att->inputs[0], att->inputs[1], att->inputs[2]}, std::move(attrs), "", att);
+  const std::string name = att->name;
+  replace_output(graph, att, causal->outputs[0]);
+  causal->name = name;
+  return true;
+}
+
+}  // namespace
+
+bool causal_masks(Graph& graph) {
+  std::vector<Node*> masked;
+  for (Node* n : graph.nodes())
+    if (n->op->name == "attention" && n->inputs.size() == 4) masked.push_back(n);
+  bool changed = false;
+  Verdicts verdicts;
+  for (Node* n : masked) changed |= make_causal(graph, n, verdicts);
+  if (changed) dce(graph);  // the masks' chains
+  return changed;
+}
+
+}  // namespace kiln
