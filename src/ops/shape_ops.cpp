@@ -1,5 +1,5 @@
 // Shape op declarations. Views (reshape, permute, expand, slice, select,
-// squeeze, unsqueeze) alias input 0: their inference is view_layout, and the
+// squeeze, unsqueeze, as_strided) alias input 0: their inference is view_layout, and the
 // runtime binds them (Note [Views are resolved by the runtime]). Copies
 // (contiguous, concat, constant_pad) produce contiguous outputs.
 #include <cstdint>
@@ -104,6 +104,13 @@ void register_shape_ops(OpList& ops) {
   ops.push_back(view_op("squeeze", {{"dims", AttrKind::ints, AttrValue(Ints{})}},
                         {"aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims"}));
   ops.push_back(view_op("unsqueeze", {{"dim", AttrKind::int_, std::nullopt}}, {"aten.unsqueeze.default"}));
+  // Strides (in the input's element space) from an element offset: built by passes (attention_input_views),
+  // not imported (aten.as_strided counts from the storage, not from its input's first element).
+  ops.push_back(view_op("as_strided",
+                        {{"shape", AttrKind::ints, std::nullopt},
+                         {"strides", AttrKind::ints, std::nullopt},
+                         {"offset", AttrKind::int_, AttrValue(int64_t{0})}},
+                        {}));
 
   OpDef contiguous;
   contiguous.name = "contiguous";

@@ -151,6 +151,36 @@ ViewLayout squeeze_layout(const TensorType& in, const Attrs& attrs) {
   return {std::move(out), 0};
 }
 
+// The largest element offset `t` addresses past its first element (strides are non-negative in views).
+int64_t last_offset(const Dims& dims, const Dims& strides) {
+  int64_t last = 0;
+  for (size_t i = 0; i < dims.size(); ++i) last += (dims[i] - 1) * strides[i];
+  return last;
+}
+
+// Given dims and strides (in the input's element space) from `offset` elements past the input's first
+// element; every element it addresses lies within the input's span. Built by passes, never imported.
+ViewLayout as_strided_layout(const TensorType& in, const Attrs& attrs) {
+  const std::vector<int64_t>& shape = attrs.get_ints("shape");
+  const std::vector<int64_t>& strides = attrs.get_ints("strides");
+  const int64_t offset = attrs.get_int("offset");
+  KILN_CHECK(shape.size() == strides.size(), "as_strided shape ", shape_text(shape), " and strides ",
+             shape_text(strides), " differ in rank");
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    KILN_CHECK(shape[i] >= 0 && strides[i] >= 0, "as_strided shape ", shape_text(shape), " and strides ",
+               shape_text(strides), " must not be negative");
+    empty |= shape[i] == 0;
+  }
+  KILN_CHECK(offset >= 0, "as_strided offset ", offset, " is negative");
+  if (!empty) {
+    KILN_CHECK(in.numel() > 0 && offset + last_offset(shape, strides) <= last_offset(in.dims, in.strides),
+               "as_strided ", shape_text(shape), " strides ", shape_text(strides), " from offset ", offset,
+               " reaches past ", to_string(in));
+  }
+  return {TensorType(in.dtype, shape, strides), offset};
+}
+
 ViewLayout unsqueeze_layout(const TensorType& in, const Attrs& attrs) {
   const int64_t rank = static_cast<int64_t>(in.rank());
   int64_t dim = attrs.get_int("dim");
@@ -212,6 +242,7 @@ ViewLayout view_layout(std::string_view op, const TensorType& input, const Attrs
   if (op == "select") return select_layout(input, attrs);
   if (op == "squeeze") return squeeze_layout(input, attrs);
   if (op == "unsqueeze") return unsqueeze_layout(input, attrs);
+  if (op == "as_strided") return as_strided_layout(input, attrs);
   fail(ErrorKind::invalid_argument, "op '", op, "' is not a view op");
 }
 

@@ -3,8 +3,8 @@
 // the strides a kernel reads through and the offset the runtime binds agree.
 //
 // Note [Views are resolved by the runtime]
-// View ops (reshape, permute, expand, slice, select, squeeze, unsqueeze) have
-// no CPU kernel. Output 0 ALIASES input 0: its TensorType carries dims and
+// View ops (reshape, permute, expand, slice, select, squeeze, unsqueeze,
+// as_strided) have no CPU kernel. Output 0 ALIASES input 0: its TensorType carries dims and
 // strides (in elements) derived from input 0's strides, and its first element
 // sits `view_offset(node)` elements past input 0's data pointer. The runtime
 // binds the output to `input.data + view_offset(node) * dtype_size(dtype)`
@@ -35,7 +35,7 @@ ViewLayout view_layout(std::string_view op, const TensorType& input, const Attrs
 
 // The element offset of `node`'s output 0 relative to input 0's data pointer:
 // 0 for reshape, permute, expand, squeeze and unsqueeze; start * stride for
-// slice; index * stride for select. Throws if `node` is not a view op.
+// slice; index * stride for select; the offset attribute for as_strided. Throws if `node` is not a view op.
 int64_t view_offset(const Node& node);
 
 // Strides that view `dims`/`strides` as `new_dims` without copying (same

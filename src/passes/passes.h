@@ -70,6 +70,10 @@ bool fuse_attention(Graph& graph);
 // runs in the narrow dtype; see narrow_attention.cpp.
 bool narrow_attention(Graph& graph);
 
+// A contiguous copy that attention reads only through views becomes strided
+// views (as_strided) of its source; see attention_input_views.cpp.
+bool attention_input_views(Graph& graph);
+
 // An attention whose mask is a constant holding the causal pattern becomes
 // attention {causal=true} without it; see causal_masks.cpp.
 bool causal_masks(Graph& graph);

@@ -284,6 +284,35 @@ def test_constant_causal_masks_become_causal(mask_kind):
     assert causal == (mask_kind != "shifted"), _graph_texts(report)
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_packed_projection_copy_becomes_strided_views(batch):
+    # torchvision's multi-head attention: the packed q/k/v projection re-laid out as [3, L, B, E] by a copy,
+    # then [B, H, L, D] views of it. The attention reads the projection through as_strided views instead
+    # (attention_input_views); same values as torch.
+    L, E, H = 7, 32, 4
+    D = E // H
+    aten = torch.ops.aten
+
+    def fn(x, w, b):
+        proj = aten.view.default(aten.addmm.default(b, aten.view.default(x, [L * batch, E]), aten.t.default(w)),
+                                 [L, batch, 3, E])
+        packed = aten.clone.default(aten.squeeze.dim(aten.transpose.int(aten.unsqueeze.default(proj, 0), 0, -2), -2),
+                                    memory_format=torch.contiguous_format)
+        q, k, v = (aten.view.default(aten.transpose.int(aten.view.default(aten.select.int(packed, 0, i),
+                                                                          [L, batch * H, D]), 0, 1), [batch, H, L, D])
+                   for i in range(3))
+        return aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v)[0]
+
+    g = torch.Generator().manual_seed(3)
+    inputs = [torch.randn(L, batch, E, generator=g), torch.randn(3 * E, E, generator=g), torch.randn(3 * E, generator=g)]
+    expected = fn(*inputs)
+    module, report = _compile_direct(fn, inputs)
+    assert_close(module(*inputs), expected, f32)
+    assert not report.fallbacks, str(report)
+    texts = _graph_texts(report)
+    assert sum(t.count("as_strided(") for t in texts) == 3 and not any("contiguous(" in t for t in texts), texts
+
+
 MERGE_HEADS = """
 graph {
   input %q : f32[2,4,6,8]

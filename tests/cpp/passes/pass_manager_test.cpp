@@ -132,7 +132,8 @@ TEST(PassManager, DefaultPipelineListsThePassesInOrder) {
     for (const Pass& p : step.passes) order.push_back(p.name + (step.fixpoint ? " (fixpoint)" : ""));
   EXPECT_EQ(order, (std::vector<std::string>{"verify", "dce", "patchify_convs", "simplify (fixpoint)", "fold_literals (fixpoint)",
                                              "cse (fixpoint)", "fuse_attention (fixpoint)",
-                                             "narrow_attention (fixpoint)", "causal_masks (fixpoint)", "fuse_epilogues", "fuse_elementwise",
+                                             "narrow_attention (fixpoint)", "causal_masks (fixpoint)",
+                                             "attention_input_views (fixpoint)", "fuse_epilogues", "fuse_elementwise",
                                              "dce"}));
 }
 
