@@ -8,7 +8,10 @@
 // pairing of batch entries: reshapes and expands that keep the last two dims
 // (an expand only to the scores' batch dims), contiguous copies, multiplies
 // and divides by scalar literals (they become the scale), and permutes that
-// swap the last two dims. The grouped-query spelling (k unsqueezed, expanded
+// swap the last two dims. An operand whose batch dims are the scores' merged
+// or split differently (torch's multi-head attention multiplies [B*H, L, E]
+// operands into [B, H, L, S] scores) is read through a reshape, when one can
+// view it so. The grouped-query spelling (k unsqueezed, expanded
 // over a group dim and reshaped into q's heads) becomes grouped heads. An
 // additive mask is an add after the scaling. torch's safe softmax, where(all
 // scores -inf, 0, softmax), is recognised; it is what attention computes
@@ -30,6 +33,7 @@
 #include "ir/literal.h"
 #include "ops/broadcast.h"
 #include "ops/op_def.h"
+#include "ops/view_offset.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 #include "support/error.h"
@@ -171,6 +175,28 @@ bool fits_batch(const Source& s, const Dims& batch) {
   return true;
 }
 
+// Whether the source's batch dims, merged or split differently (torch's multi-head attention reads v as
+// [B*H, S, E] where the scores are [B, H, L, S]), can be viewed as `batch` by a reshape.
+bool regroupable(const Source& s, const Dims& batch) {
+  const TensorType& t = s.value->type;
+  if (s.grouped || t.rank() < 2) return false;
+  int64_t have = 1, want = 1;
+  for (int64_t d : batch_of(t.dims)) have *= d;
+  for (int64_t d : batch) want *= d;
+  if (have != want || want <= 0) return false;
+  Dims dims = batch, strides;
+  dims.insert(dims.end(), t.dims.end() - 2, t.dims.end());
+  return reshape_strides(t.dims, t.strides, dims, &strides);
+}
+
+// The source with `batch` as its batch dims: itself, or a reshape of it (regroupable).
+Value* in_batch(Graph& g, const Source& s, const Dims& batch, const Node* before) {
+  if (fits_batch(s, batch)) return s.value;
+  Dims dims = batch;
+  dims.insert(dims.end(), s.value->type.dims.end() - 2, s.value->type.dims.end());
+  return g.add_node(get_op("reshape"), {s.value}, reshape_attrs(dims), "", before)->outputs[0];
+}
+
 // Scores before the mask: `x` traced through batch-only reshapes and scalar factors to a matmul.
 struct Scores {
   Node* matmul = nullptr;
@@ -247,15 +273,14 @@ Node* consumer_matmul(Value* v, const Graph& g) {
   }
 }
 
-// The operand as the attention op reads it: [..., rows, cols] (permuted back when traced transposed).
-Value* oriented(Graph& g, const Source& s, bool want_transposed, const Node* before) {
-  if (s.transposed == want_transposed) return s.value;
-  std::vector<int64_t> perm(s.value->type.rank());
+// The operand as the attention op reads it: [...batch, rows, cols] (permuted back when traced transposed).
+Value* oriented(Graph& g, const Source& s, const Dims& batch, bool want_transposed, const Node* before) {
+  Value* v = in_batch(g, s, batch, before);
+  if (s.transposed == want_transposed) return v;
+  std::vector<int64_t> perm(v->type.rank());
   for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
   std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  Attrs a;
-  a.set("dims", perm);
-  return g.add_node(get_op("permute"), {s.value}, a, "", before)->outputs[0];
+  return g.add_node(get_op("permute"), {v}, permute_attrs(perm), "", before)->outputs[0];
 }
 
 bool fuse_at(Graph& g, Node* softmax) {
@@ -310,15 +335,20 @@ bool fuse_at(Graph& g, Node* softmax) {
   Source q = trace(mm1->inputs[0], batch);
   Source kt = trace(mm1->inputs[1], batch);
   Source v = trace(mm2->inputs[1], batch);
-  if (q.grouped || !fits_batch(q, batch) || !fits_batch(kt, batch) || !fits_batch(v, batch)) return false;
+  auto readable = [&](const Source& s) { return fits_batch(s, batch) || regroupable(s, batch); };
+  if (q.grouped || !readable(q) || !readable(kt) || !readable(v)) return false;
   const double scale = q.scale * kt.scale * scores->scale;
   if (scale == 0.0 || !std::isfinite(scale)) return false;
   const DType dt = x->type.dtype;
   if (q.value->type.dtype != dt || kt.value->type.dtype != dt || v.value->type.dtype != dt) return false;
 
   // Check the types first, so that a mismatch leaves the graph untouched.
-  auto as_read = [](const Source& s, bool want_transposed) {
+  auto as_read = [&](const Source& s, bool want_transposed) {
     TensorType t = s.value->type;
+    if (!fits_batch(s, batch)) {
+      t.dims = batch;
+      t.dims.insert(t.dims.end(), s.value->type.dims.end() - 2, s.value->type.dims.end());
+    }
     if (s.transposed != want_transposed) std::swap(t.dims[t.rank() - 1], t.dims[t.rank() - 2]);
     return TensorType(t.dtype, t.dims);
   };
@@ -336,7 +366,8 @@ bool fuse_at(Graph& g, Node* softmax) {
     return false;
   }
 
-  std::vector<Value*> ins = {oriented(g, q, false, mm2), oriented(g, kt, true, mm2), oriented(g, v, false, mm2)};
+  std::vector<Value*> ins = {oriented(g, q, batch, false, mm2), oriented(g, kt, batch, true, mm2),
+                             oriented(g, v, batch, false, mm2)};
   if (mask != nullptr) ins.push_back(mask);
   Value* out = g.add_node(get_op("attention"), ins, attrs, "", mm2)->outputs[0];
   if (out->type.dims != want.dims) {

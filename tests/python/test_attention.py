@@ -313,6 +313,23 @@ def test_packed_projection_copy_becomes_strided_views(batch):
     assert sum(t.count("as_strided(") for t in texts) == 3 and not any("contiguous(" in t for t in texts), texts
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_torch_multi_head_attention_fuses_at_any_batch(batch):
+    # nn.MultiheadAttention (as torchvision's ViT calls it) multiplies [B*H, L, D] operands into [B, H, L, S]
+    # scores; the operands are read through reshapes to the scores' batch dims, so it fuses at batch > 1 too.
+    vision_transformer = pytest.importorskip("torchvision.models.vision_transformer")
+    torch.manual_seed(0)
+    model = vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                 hidden_dim=64, mlp_dim=128).eval()
+    model.heads = torch.nn.Identity()  # torchvision zero-initializes the head: compare the features
+    images = torch.randn(batch, 3, 32, 32)
+    report = _run_block(model, [images])
+    assert not report.fallbacks, str(report)
+    assert _kiln_ops(report).get("attention") == 2, _kiln_ops(report)
+    texts = _graph_texts(report)
+    assert sum(t.count("as_strided(") for t in texts) == 6, texts  # the packed projection read in place
+
+
 MERGE_HEADS = """
 graph {
   input %q : f32[2,4,6,8]
