@@ -22,7 +22,10 @@
 // An attention whose only use is contiguous(permute(., swap of the heads dim
 // and L)), the "merge heads" of multi-head attention before the output
 // projection, becomes attention {heads_last=true}, which writes that layout
-// itself: the transpose copy goes away.
+// itself: the transpose copy goes away. A permute that puts the heads dim
+// right before Ev in another order (torchvision's [L, B, H, Ev]) also reads
+// the heads_last output, through a permute of its leading dims
+// (matmul_row_order then removes that copy too).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -41,12 +44,6 @@
 namespace kiln {
 
 namespace {
-
-Node* producer_of(const Value* v, std::string_view op) {
-  return v->producer != nullptr && v->producer->op->name == op ? v->producer : nullptr;
-}
-
-bool single_use(const Value* v, const Graph& g) { return v->users.size() == 1 && !g.is_graph_output(v); }
 
 std::optional<double> scalar_literal(const Value* v) {
   if (v->kind != ValueKind::literal || v->type.numel() != 1) return std::nullopt;
@@ -379,24 +376,40 @@ bool fuse_at(Graph& g, Node* softmax) {
   return true;
 }
 
-// contiguous(permute(attention(...), [..., L, H, Ev])) -> attention(...) {heads_last=true}.
+// contiguous(permute(attention(...), P)) with P placing the heads dim right before Ev: the attention
+// writes [..., L, H, Ev] (heads_last) and P becomes a permute of that (none when P was the swap of H
+// and L, the merge of heads before an output projection).
 bool write_heads_last(Graph& graph, Node* att) {
   Value* out = att->outputs[0];
   const size_t rank = out->type.rank();
   if (rank < 3 || att->attrs.get_bool("heads_last") || !single_use(out, graph)) return false;
   Node* permute = out->users[0];
-  if (permute->op->name != "permute") return false;
-  std::vector<int64_t> swap(rank);
-  for (size_t d = 0; d < rank; ++d) swap[d] = static_cast<int64_t>(d);
-  std::swap(swap[rank - 3], swap[rank - 2]);
-  if (permute->attrs.get_ints("dims") != swap || !single_use(permute->outputs[0], graph)) return false;
+  if (permute->op->name != "permute" || !single_use(permute->outputs[0], graph)) return false;
+  std::vector<int64_t> perm = permute->attrs.get_ints("dims");
+  for (int64_t& p : perm)
+    if (p < 0) p += static_cast<int64_t>(rank);
+  const int64_t h = static_cast<int64_t>(rank) - 3, l = h + 1;
+  if (perm[rank - 2] != h || perm[rank - 1] != static_cast<int64_t>(rank) - 1) return false;
   Node* copy = permute->outputs[0]->users[0];
   if (copy->op->name != "contiguous") return false;
+  // P in the heads_last output's dims, where H and L trade places.
+  std::vector<int64_t> moved(rank), identity(rank);
+  bool is_identity = true;
+  for (size_t d = 0; d < rank; ++d) {
+    moved[d] = perm[d] == h ? l : perm[d] == l ? h : perm[d];
+    identity[d] = static_cast<int64_t>(d);
+    is_identity &= moved[d] == identity[d];
+  }
   Attrs attrs = att->attrs;
   attrs.set("heads_last", true);
   Node* fused = graph.add_node(*att->op, att->inputs, std::move(attrs), "", copy);
   const std::string node_name = att->name;
-  replace_output(graph, copy, fused->outputs[0], {permute, att});
+  if (is_identity) {
+    replace_output(graph, copy, fused->outputs[0], {permute, att});
+  } else {
+    Value* view = graph.add_node(get_op("permute"), {fused->outputs[0]}, permute_attrs(moved), "", copy)->outputs[0];
+    replace_output(graph, permute, view, {att});
+  }
   fused->name = node_name;
   return true;
 }

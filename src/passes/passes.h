@@ -74,6 +74,10 @@ bool narrow_attention(Graph& graph);
 // views (as_strided) of its source; see attention_input_views.cpp.
 bool attention_input_views(Graph& graph);
 
+// A matrix product of a permuted copy's rows multiplies the rows where they
+// are and is read through the permutation; see matmul_row_order.cpp.
+bool matmul_row_order(Graph& graph);
+
 // An attention whose mask is a constant holding the causal pattern becomes
 // attention {causal=true} without it; see causal_masks.cpp.
 bool causal_masks(Graph& graph);

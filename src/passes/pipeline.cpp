@@ -18,6 +18,7 @@ const std::vector<PipelineStep>& default_pipeline() {
           {"fuse_attention", fuse_attention},
           {"narrow_attention", narrow_attention},
           {"causal_masks", causal_masks},
+          {"matmul_row_order", matmul_row_order},
           {"attention_input_views", attention_input_views},
       }),
       single({"fuse_epilogues", fuse_epilogues}),

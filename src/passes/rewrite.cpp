@@ -1,10 +1,21 @@
 // Graph surgery shared by the fusing passes (see rewrite.h).
 #include "passes/rewrite.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
+#include "ops/op_def.h"
+#include "ops/view_offset.h"
+#include "support/error.h"
+
 namespace kiln {
+
+Node* producer_of(const Value* v, std::string_view op) {
+  return v->producer != nullptr && v->producer->op->name == op ? v->producer : nullptr;
+}
+
+bool single_use(const Value* v, const Graph& g) { return v->users.size() == 1 && !g.is_graph_output(v); }
 
 void replace_output(Graph& graph, Node* tail, Value* replacement, std::initializer_list<Node*> dead) {
   Value* out = tail->outputs[0];
@@ -13,6 +24,41 @@ void replace_output(Graph& graph, Node* tail, Value* replacement, std::initializ
   graph.erase_node(tail);
   for (Node* n : dead) graph.erase_node(n);
   graph.rename(replacement, name);  // free now that its value is gone
+}
+
+namespace {
+
+std::vector<Node*> distinct_users(const Value* v) {
+  std::vector<Node*> users;
+  for (Node* u : v->users)
+    if (std::find(users.begin(), users.end(), u) == users.end()) users.push_back(u);
+  return users;
+}
+
+}  // namespace
+
+bool views_can_follow(const Value* from, const TensorType& to) {
+  for (const Node* u : distinct_users(from)) {
+    if (!u->op->has(kView)) continue;
+    if (u->op->name == "as_strided" || u->inputs.size() != 1 || u->outputs.size() != 1) return false;
+    TensorType next;
+    try {
+      next = view_layout(u->op->name, to, u->attrs).type;
+    } catch (const Error&) {
+      return false;
+    }
+    if (!views_can_follow(u->outputs[0], next)) return false;
+  }
+  return true;
+}
+
+void replace_with_views_rebuilt(Graph& graph, Value* from, Value* to) {
+  for (Node* u : distinct_users(from)) {
+    if (!u->op->has(kView)) continue;
+    Node* rebuilt = graph.add_node(*u->op, {to}, u->attrs, "", u);
+    replace_with_views_rebuilt(graph, u->outputs[0], rebuilt->outputs[0]);
+  }
+  graph.replace_all_uses(from, to);  // the other users, graph outputs, and the old views (now unused)
 }
 
 Attrs reshape_attrs(std::vector<int64_t> shape) {

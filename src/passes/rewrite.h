@@ -3,17 +3,33 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
 
 namespace kiln {
 
+// The node producing `v` when its op is `op`, else null.
+Node* producer_of(const Value* v, std::string_view op);
+// `v` has exactly one use, and is not a graph output.
+bool single_use(const Value* v, const Graph& g);
+
 // `replacement` takes the place of `tail`'s output: every use of it (graph
 // outputs included) moves to `replacement`, `tail` and then the nodes of
 // `dead` (producers left without users, in order) are erased, and
 // `replacement` takes the old output's name. Node names stay the caller's.
 void replace_output(Graph& graph, Node* tail, Value* replacement, std::initializer_list<Node*> dead = {});
+
+// Whether every view reading `from` (transitively) can read a value of type
+// `to` instead (same dims, other strides): a reshape may no longer be a view,
+// and an as_strided's strides are tied to its input's layout, so neither may
+// be in the way.
+bool views_can_follow(const Value* from, const TensorType& to);
+// Moves every use of `from` to `to` (same dims, other strides; check
+// views_can_follow first): the views reading `from` are rebuilt on `to`, so
+// their types (strides) follow, and the old ones are left dead for dce.
+void replace_with_views_rebuilt(Graph& graph, Value* from, Value* to);
 
 // The attributes of a reshape to `shape` and of a permute by `dims`.
 Attrs reshape_attrs(std::vector<int64_t> shape);

@@ -132,7 +132,7 @@ TEST(PassManager, DefaultPipelineListsThePassesInOrder) {
     for (const Pass& p : step.passes) order.push_back(p.name + (step.fixpoint ? " (fixpoint)" : ""));
   EXPECT_EQ(order, (std::vector<std::string>{"verify", "dce", "patchify_convs", "simplify (fixpoint)", "fold_literals (fixpoint)",
                                              "cse (fixpoint)", "fuse_attention (fixpoint)",
-                                             "narrow_attention (fixpoint)", "causal_masks (fixpoint)",
+                                             "narrow_attention (fixpoint)", "causal_masks (fixpoint)", "matmul_row_order (fixpoint)",
                                              "attention_input_views (fixpoint)", "fuse_epilogues", "fuse_elementwise",
                                              "dce"}));
 }
