@@ -84,6 +84,7 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, dev
     from torch._functorch.aot_autograd import make_boxed_func
 
     from kiln.compile_fx import compile_fx_graph
+    from kiln.direct_call import direct_call
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     # aot_autograd keeps Dynamo's inputs in order (the GraphModule owns no parameters).
@@ -99,4 +100,4 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, dev
         reports.append(report)
     if options.verbose:
         log.warning("%s", report)
-    return make_boxed_func(compiled)
+    return make_boxed_func(direct_call(compiled) or compiled)

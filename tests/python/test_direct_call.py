@@ -1,0 +1,66 @@
+"""kiln.direct_call: a compiled graph that is one kiln region is called without nn.Module's machinery,
+with the same results as calling the module, and only in that case."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from kiln.dynamo_backend import kiln_backend
+from kiln.direct_call import direct_call
+
+from conftest import assert_close
+
+
+def _compiled_modules(fn, inputs):
+    """fn compiled by kiln; the GraphModules compile_fx_graph returned, by wrapping kiln's compiler."""
+    import kiln.compile_fx as compile_fx
+
+    modules, original = [], compile_fx.compile_fx_graph
+
+    def keep(*args, **kwargs):
+        module, report = original(*args, **kwargs)
+        modules.append(module)
+        return module, report
+
+    compile_fx.compile_fx_graph = keep
+    try:
+        compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=[]))
+        with torch.no_grad():
+            compiled(*inputs)
+    finally:
+        compile_fx.compile_fx_graph = original
+    return compiled, modules
+
+
+def test_one_region_with_several_outputs():
+    def fn(x, y):
+        s = torch.relu(x @ y)
+        return s, x, s.sum(-1), y * 2
+
+    x, y = torch.randn(4, 5), torch.randn(5, 3)
+    compiled, modules = _compiled_modules(fn, (x, y))
+    assert len(modules) == 1
+    run = direct_call(modules[0])
+    assert run is not None
+    with torch.no_grad():
+        first = run(x, y)  # the first call goes through the module (its hooks)
+        for _ in range(3):
+            got = run(x, y)
+            for a, b in zip(got, modules[0](x, y)):
+                assert_close(a, b, torch.float32)
+        for a, b in zip(compiled(x, y), fn(x, y)):
+            assert_close(a, b, torch.float32)
+    assert len(first) == 3  # the returned input is Dynamo's to return, not the graph's
+
+
+def test_a_graph_with_a_fallback_op_keeps_the_module_call():
+    def fn(x):
+        return torch.fft.fft(x).real + 1  # fft: no kiln op, so the graph has torch code around the region
+
+    x = torch.randn(8)
+    compiled, modules = _compiled_modules(fn, (x,))
+    assert len(modules) == 1 and direct_call(modules[0]) is None
+    with torch.no_grad():
+        assert_close(compiled(x), fn(x), torch.float32)
