@@ -52,8 +52,8 @@ class KilnRegion(torch.nn.Module):
         self.arg_is_weight = [w and k in live for w, k in zip(arg_is_weight, weight_keys)]
         self.arg_is_dead = [w and k not in live for w, k in zip(arg_is_weight, weight_keys)]
         self.weight_args = [i for i, w in enumerate(self.arg_is_weight) if w]
-        # The bound weights' (ids, data pointers) as of the last call: one comparison per call in the
-        # common case instead of a Python-level check per weight (BERT-base binds about 200).
+        # The bound weights' data pointers as of the last call: one comparison per call in the common
+        # case instead of a Python-level check per weight (BERT-base binds about 200).
         self._weights_of = _items_getter(self.weight_args)
         self._last_weights: list | None = None
         self.input_args = [i for i, w in enumerate(arg_is_weight) if not w]
@@ -82,7 +82,9 @@ class KilnRegion(torch.nn.Module):
             if self.first_call and self.trace is not None:
                 self.trace.record("fold", self.kiln_bytes())
         weights = self._weights_of(args)
-        snapshot = [list(map(id, weights)), list(map(_DATA_PTR, weights))]
+        # Data pointers alone: while kiln holds a bound tensor its storage cannot be freed, so an equal
+        # pointer is the same storage even when the tensor object is another (Dynamo guards dtype and shape).
+        snapshot = list(map(_DATA_PTR, weights))
         if snapshot != self._last_weights:
             bound = self.bound_tensors
             for i in self.weight_args:
