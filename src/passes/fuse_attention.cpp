@@ -378,12 +378,26 @@ bool fuse_at(Graph& g, Node* softmax) {
 
 // contiguous(permute(attention(...), P)) with P placing the heads dim right before Ev: the attention
 // writes [..., L, H, Ev] (heads_last) and P becomes a permute of that (none when P was the swap of H
-// and L, the merge of heads before an output projection).
+// and L, the merge of heads before an output projection). A reshape that only puts leading 1s before
+// the attention's dims (a batch of one dropped and restored) may come first.
 bool write_heads_last(Graph& graph, Node* att) {
   Value* out = att->outputs[0];
-  const size_t rank = out->type.rank();
-  if (rank < 3 || att->attrs.get_bool("heads_last") || !single_use(out, graph)) return false;
+  if (out->type.rank() < 3 || att->attrs.get_bool("heads_last") || !single_use(out, graph)) return false;
+  Node* lift = nullptr;  // the reshape adding leading 1s, if any
   Node* permute = out->users[0];
+  size_t ones = 0;
+  if (permute->op->name == "reshape") {
+    lift = permute;
+    const Dims& to = lift->outputs[0]->type.dims;
+    ones = to.size() - std::min(to.size(), out->type.rank());
+    if (ones == 0 || !std::all_of(to.begin(), to.begin() + static_cast<std::ptrdiff_t>(ones),
+                                  [](int64_t d) { return d == 1; }) ||
+        !std::equal(to.begin() + static_cast<std::ptrdiff_t>(ones), to.end(), out->type.dims.begin()) ||
+        !single_use(lift->outputs[0], graph))
+      return false;
+    permute = lift->outputs[0]->users[0];
+  }
+  const size_t rank = out->type.rank() + ones;
   if (permute->op->name != "permute" || !single_use(permute->outputs[0], graph)) return false;
   std::vector<int64_t> perm = permute->attrs.get_ints("dims");
   for (int64_t& p : perm)
@@ -393,22 +407,37 @@ bool write_heads_last(Graph& graph, Node* att) {
   Node* copy = permute->outputs[0]->users[0];
   if (copy->op->name != "contiguous") return false;
   // P in the heads_last output's dims, where H and L trade places.
-  std::vector<int64_t> moved(rank), identity(rank);
+  std::vector<int64_t> moved(rank);
   bool is_identity = true;
   for (size_t d = 0; d < rank; ++d) {
     moved[d] = perm[d] == h ? l : perm[d] == l ? h : perm[d];
-    identity[d] = static_cast<int64_t>(d);
-    is_identity &= moved[d] == identity[d];
+    is_identity &= moved[d] == static_cast<int64_t>(d);
   }
   Attrs attrs = att->attrs;
   attrs.set("heads_last", true);
   Node* fused = graph.add_node(*att->op, att->inputs, std::move(attrs), "", copy);
   const std::string node_name = att->name;
+  Value* result = fused->outputs[0];
+  if (lift != nullptr) {
+    Dims lifted(ones, 1);
+    lifted.insert(lifted.end(), result->type.dims.begin(), result->type.dims.end());
+    result = graph.add_node(get_op("reshape"), {result}, reshape_attrs(lifted), "", copy)->outputs[0];
+  }
+  std::vector<Node*> dead = {permute};
+  if (lift != nullptr) dead.push_back(lift);
+  dead.push_back(att);
   if (is_identity) {
-    replace_output(graph, copy, fused->outputs[0], {permute, att});
+    graph.replace_all_uses(copy->outputs[0], result);
+    const std::string name = copy->outputs[0]->name;
+    graph.erase_node(copy);
+    for (Node* n : dead) graph.erase_node(n);
+    graph.rename(result, name);
   } else {
-    Value* view = graph.add_node(get_op("permute"), {fused->outputs[0]}, permute_attrs(moved), "", copy)->outputs[0];
-    replace_output(graph, permute, view, {att});
+    Value* view = graph.add_node(get_op("permute"), {result}, permute_attrs(moved), "", copy)->outputs[0];
+    const std::string name = permute->outputs[0]->name;
+    graph.replace_all_uses(permute->outputs[0], view);
+    for (Node* n : dead) graph.erase_node(n);
+    graph.rename(view, name);
   }
   fused->name = node_name;
   return true;

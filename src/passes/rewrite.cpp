@@ -53,12 +53,15 @@ bool views_can_follow(const Value* from, const TensorType& to) {
 }
 
 void replace_with_views_rebuilt(Graph& graph, Value* from, Value* to) {
+  std::vector<Node*> old_views;
   for (Node* u : distinct_users(from)) {
     if (!u->op->has(kView)) continue;
     Node* rebuilt = graph.add_node(*u->op, {to}, u->attrs, "", u);
     replace_with_views_rebuilt(graph, u->outputs[0], rebuilt->outputs[0]);
+    old_views.push_back(u);
   }
-  graph.replace_all_uses(from, to);  // the other users, graph outputs, and the old views (now unused)
+  graph.replace_all_uses(from, to);  // the other users and graph outputs (the old views read `to` now)
+  for (Node* u : old_views) graph.erase_node(u);  // nothing reads them any more
 }
 
 Attrs reshape_attrs(std::vector<int64_t> shape) {

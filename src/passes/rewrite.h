@@ -28,7 +28,7 @@ void replace_output(Graph& graph, Node* tail, Value* replacement, std::initializ
 bool views_can_follow(const Value* from, const TensorType& to);
 // Moves every use of `from` to `to` (same dims, other strides; check
 // views_can_follow first): the views reading `from` are rebuilt on `to`, so
-// their types (strides) follow, and the old ones are left dead for dce.
+// their types (strides) follow, and the old ones are erased.
 void replace_with_views_rebuilt(Graph& graph, Value* from, Value* to);
 
 // The attributes of a reshape to `shape` and of a permute by `dims`.

@@ -3,6 +3,7 @@
 //   - a view with offset 0 whose output type equals its input's (reshape to
 //     the same shape, identity permute, ...) is removed;
 //   - reshape(reshape(x)) -> reshape(x); permute(permute(x)) -> one permute;
+//     a permute that moves only dims of size 1 -> a reshape;
 //   - cast to the input's own type, and `contiguous` of a value that already
 //     has the output's type, are removed;
 //   - cast(cast(x, g), h) -> cast(x, h) when every value of x's dtype is exact
@@ -22,6 +23,7 @@
 #include "ops/op_def.h"
 #include "ops/view_offset.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -93,6 +95,36 @@ bool retarget(Graph& graph, Node* node, Value* input, Attrs attrs) {
   return true;
 }
 
+// A permute that moves only dims of size 1 (the others keep their order) is a reshape, whose strides
+// differ only on those dims. Only when no view reads it: a view's type would follow the strides.
+bool permute_as_reshape(Graph& graph, Node* node) {
+  Value* x = node->inputs.at(0);
+  Value* out = node->outputs.at(0);
+  if (graph.is_graph_output(out)) return false;
+  for (const Node* u : out->users)
+    if (u->op->has(kView)) return false;
+  std::vector<int64_t> perm = node->attrs.get_ints("dims");
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  int64_t last = -1;
+  for (int64_t& p : perm) {
+    if (p < 0) p += rank;
+    if (p < 0 || p >= rank || x->type.dims[static_cast<size_t>(p)] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  try {
+    (void)view_layout("reshape", x->type, reshape_attrs(out->type.dims));
+  } catch (const Error&) {
+    return false;
+  }
+  Value* r = graph.add_node(get_op("reshape"), {x}, reshape_attrs(out->type.dims), "", node)->outputs[0];
+  const std::string name = out->name;
+  graph.replace_all_uses(out, r);
+  graph.erase_node(node);
+  graph.rename(r, name);
+  return true;
+}
+
 bool simplify_view(Graph& graph, Node* node) {
   const std::string& op = node->op->name;
   Value* x = node->inputs.at(0);
@@ -120,6 +152,7 @@ bool simplify_view(Graph& graph, Node* node) {
         return true;
       return retarget(graph, node, inner->inputs[0], std::move(attrs));
     }
+    return permute_as_reshape(graph, node);
   }
   return false;
 }
