@@ -245,6 +245,9 @@ def test_bert_like_block_with_padding_mask():
     mask[1, 8:] = 0  # padding in the second sequence
     report = _run_block(lambda i, m: model(i, attention_mask=m), [ids, mask])
     _check_fused(report)
+    # torch's math attention leaves [L, B, H, Ev] copies that BERT permutes and copies again to merge its
+    # heads: both copies go (attention_input_views reads the first one's source, simplify drops the second).
+    assert not any("contiguous(" in t for t in _graph_texts(report)), _graph_texts(report)
 
 
 def _graph_texts(report):
