@@ -104,7 +104,7 @@ void register_shape_ops(OpList& ops) {
   ops.push_back(view_op("squeeze", {{"dims", AttrKind::ints, AttrValue(Ints{})}},
                         {"aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims"}));
   ops.push_back(view_op("unsqueeze", {{"dim", AttrKind::int_, std::nullopt}}, {"aten.unsqueeze.default"}));
-  // Strides (in the input's element space) from an element offset: built by passes (attention_input_views),
+  // Strides (in the input's element space) from an element offset: built by passes (read_through_copies),
   // not imported (aten.as_strided counts from the storage, not from its input's first element).
   ops.push_back(view_op("as_strided",
                         {{"shape", AttrKind::ints, std::nullopt},

@@ -91,12 +91,9 @@ bool make_causal(Graph& graph, Node* att, Verdicts& verdicts) {
 }  // namespace
 
 bool causal_masks(Graph& graph) {
-  std::vector<Node*> masked;
-  for (Node* n : graph.nodes())
-    if (n->op->name == "attention" && n->inputs.size() == 4) masked.push_back(n);
   bool changed = false;
   Verdicts verdicts;
-  for (Node* n : masked) changed |= make_causal(graph, n, verdicts);
+  for (Node* n : nodes_with_op(graph, "attention")) changed |= make_causal(graph, n, verdicts);
   if (changed) dce(graph);  // the masks' chains
   return changed;
 }

@@ -172,6 +172,13 @@ bool fits_batch(const Source& s, const Dims& batch) {
   return true;
 }
 
+// `batch` followed by the source's last two dims: the source regrouped into the scores' batch dims.
+Dims in_batch_dims(const Source& s, const Dims& batch) {
+  Dims dims = batch;
+  dims.insert(dims.end(), s.value->type.dims.end() - 2, s.value->type.dims.end());
+  return dims;
+}
+
 // Whether the source's batch dims, merged or split differently (torch's multi-head attention reads v as
 // [B*H, S, E] where the scores are [B, H, L, S]), can be viewed as `batch` by a reshape.
 bool regroupable(const Source& s, const Dims& batch) {
@@ -181,17 +188,14 @@ bool regroupable(const Source& s, const Dims& batch) {
   for (int64_t d : batch_of(t.dims)) have *= d;
   for (int64_t d : batch) want *= d;
   if (have != want || want <= 0) return false;
-  Dims dims = batch, strides;
-  dims.insert(dims.end(), t.dims.end() - 2, t.dims.end());
-  return reshape_strides(t.dims, t.strides, dims, &strides);
+  Dims strides;
+  return reshape_strides(t.dims, t.strides, in_batch_dims(s, batch), &strides);
 }
 
 // The source with `batch` as its batch dims: itself, or a reshape of it (regroupable).
 Value* in_batch(Graph& g, const Source& s, const Dims& batch, const Node* before) {
   if (fits_batch(s, batch)) return s.value;
-  Dims dims = batch;
-  dims.insert(dims.end(), s.value->type.dims.end() - 2, s.value->type.dims.end());
-  return g.add_node(get_op("reshape"), {s.value}, reshape_attrs(dims), "", before)->outputs[0];
+  return g.add_node(get_op("reshape"), {s.value}, reshape_attrs(in_batch_dims(s, batch)), "", before)->outputs[0];
 }
 
 // Scores before the mask: `x` traced through batch-only reshapes and scalar factors to a matmul.
@@ -342,10 +346,7 @@ bool fuse_at(Graph& g, Node* softmax) {
   // Check the types first, so that a mismatch leaves the graph untouched.
   auto as_read = [&](const Source& s, bool want_transposed) {
     TensorType t = s.value->type;
-    if (!fits_batch(s, batch)) {
-      t.dims = batch;
-      t.dims.insert(t.dims.end(), s.value->type.dims.end() - 2, s.value->type.dims.end());
-    }
+    if (!fits_batch(s, batch)) t.dims = in_batch_dims(s, batch);
     if (s.transposed != want_transposed) std::swap(t.dims[t.rank() - 1], t.dims[t.rank() - 2]);
     return TensorType(t.dtype, t.dims);
   };
@@ -423,21 +424,14 @@ bool write_heads_last(Graph& graph, Node* att) {
     lifted.insert(lifted.end(), result->type.dims.begin(), result->type.dims.end());
     result = graph.add_node(get_op("reshape"), {result}, reshape_attrs(lifted), "", copy)->outputs[0];
   }
-  std::vector<Node*> dead = {permute};
-  if (lift != nullptr) dead.push_back(lift);
-  dead.push_back(att);
+  std::vector<Node*> dead = {att};  // erased after the node replaced, producers last
+  if (lift != nullptr) dead.insert(dead.begin(), lift);
   if (is_identity) {
-    graph.replace_all_uses(copy->outputs[0], result);
-    const std::string name = copy->outputs[0]->name;
-    graph.erase_node(copy);
-    for (Node* n : dead) graph.erase_node(n);
-    graph.rename(result, name);
+    dead.insert(dead.begin(), permute);
+    replace_output(graph, copy, result, dead);
   } else {
     Value* view = graph.add_node(get_op("permute"), {result}, permute_attrs(moved), "", copy)->outputs[0];
-    const std::string name = permute->outputs[0]->name;
-    graph.replace_all_uses(permute->outputs[0], view);
-    for (Node* n : dead) graph.erase_node(n);
-    graph.rename(view, name);
+    replace_output(graph, permute, view, dead);
   }
   fused->name = node_name;
   return true;
@@ -450,10 +444,7 @@ bool fuse_attention(Graph& graph) {
   for (Node* n : graph.nodes())
     if (n->op->name == "softmax" && !n->outputs[0]->users.empty()) changed |= fuse_at(graph, n);
   // Collected first: a rewrite erases the permute and copy after its attention, never another attention.
-  std::vector<Node*> attentions;
-  for (Node* n : graph.nodes())
-    if (n->op->name == "attention") attentions.push_back(n);
-  for (Node* n : attentions) changed |= write_heads_last(graph, n);
+  for (Node* n : nodes_with_op(graph, "attention")) changed |= write_heads_last(graph, n);
   if (changed) dce(graph);  // the replaced matmul/softmax chains
   return changed;
 }

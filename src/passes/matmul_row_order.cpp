@@ -71,7 +71,6 @@ struct Back {
 
 // The matched pieces of one product.
 struct Match {
-  Node* matmul = nullptr;
   Value* source = nullptr;            // X
   std::vector<int64_t> lead_perm;     // P on the copy's leading dims
   Dims source_lead;                   // X's leading dims
@@ -104,7 +103,7 @@ std::optional<Match> match(Node* mm, const Graph& g) {
     if (perm[i] != static_cast<int64_t>(i)) return std::nullopt;  // X's trailing dims, in place
   std::vector<int64_t> identity(t);
   std::iota(identity.begin(), identity.end(), 0);
-  Match m{mm, x, std::vector<int64_t>(perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(t)),
+  Match m{x, std::vector<int64_t>(perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(t)),
           Dims(x->type.dims.begin(), x->type.dims.begin() + static_cast<std::ptrdiff_t>(t)), {}};
   if (m.lead_perm == identity) return std::nullopt;  // rows already in X's order
   // Row-wise ops from the product to the reshapes back to the copy's leading dims, and row-wise ops after.
@@ -113,11 +112,9 @@ std::optional<Match> match(Node* mm, const Graph& g) {
   std::vector<Node*> before = rowwise_chain(mm->outputs[0], g);
   Value* v = before.empty() ? mm->outputs[0] : before.back()->outputs[0];
   if (v->users.empty() || g.is_graph_output(v)) return std::nullopt;
-  for (Node* u : v->users) {
+  for (Node* u : distinct_users(v)) {
     if (u->op->name != "reshape" || u->outputs[0]->type.dims != back) return std::nullopt;
-    bool seen = false;
-    for (const Back& b : m.backs) seen |= b.reshape == u;
-    if (!seen) m.backs.push_back(Back{u, rowwise_chain(u->outputs[0], g)});
+    m.backs.push_back(Back{u, rowwise_chain(u->outputs[0], g)});
   }
   return m;
 }
@@ -158,11 +155,8 @@ bool reorder(Graph& g, Node* mm) {
 }  // namespace
 
 bool matmul_row_order(Graph& graph) {
-  std::vector<Node*> products;
-  for (Node* n : graph.nodes())
-    if (n->op->name == "matmul") products.push_back(n);
   bool changed = false;
-  for (Node* n : products) changed |= reorder(graph, n);
+  for (Node* n : nodes_with_op(graph, "matmul")) changed |= reorder(graph, n);
   if (changed) dce(graph);  // the copies, and the views rebuilt on the new layout
   return changed;
 }

@@ -70,9 +70,9 @@ bool fuse_attention(Graph& graph);
 // runs in the narrow dtype; see narrow_attention.cpp.
 bool narrow_attention(Graph& graph);
 
-// A contiguous copy that attention reads only through views becomes strided
-// views (as_strided) of its source; see attention_input_views.cpp.
-bool attention_input_views(Graph& graph);
+// A contiguous copy that attention or another copy reads only through views
+// becomes strided views (as_strided) of its source; see read_through_copies.cpp.
+bool read_through_copies(Graph& graph);
 
 // A matrix product of a permuted copy's rows multiplies the rows where they
 // are and is read through the permutation; see matmul_row_order.cpp.

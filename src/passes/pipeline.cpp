@@ -19,7 +19,7 @@ const std::vector<PipelineStep>& default_pipeline() {
           {"narrow_attention", narrow_attention},
           {"causal_masks", causal_masks},
           {"matmul_row_order", matmul_row_order},
-          {"attention_input_views", attention_input_views},
+          {"read_through_copies", read_through_copies},
       }),
       single({"fuse_epilogues", fuse_epilogues}),
       single({"fuse_elementwise", fuse_elementwise}),

@@ -17,17 +17,6 @@ Node* producer_of(const Value* v, std::string_view op) {
 
 bool single_use(const Value* v, const Graph& g) { return v->users.size() == 1 && !g.is_graph_output(v); }
 
-void replace_output(Graph& graph, Node* tail, Value* replacement, std::initializer_list<Node*> dead) {
-  Value* out = tail->outputs[0];
-  const std::string name = out->name;
-  graph.replace_all_uses(out, replacement);
-  graph.erase_node(tail);
-  for (Node* n : dead) graph.erase_node(n);
-  graph.rename(replacement, name);  // free now that its value is gone
-}
-
-namespace {
-
 std::vector<Node*> distinct_users(const Value* v) {
   std::vector<Node*> users;
   for (Node* u : v->users)
@@ -35,7 +24,21 @@ std::vector<Node*> distinct_users(const Value* v) {
   return users;
 }
 
-}  // namespace
+std::vector<Node*> nodes_with_op(const Graph& graph, std::string_view op) {
+  std::vector<Node*> found;
+  for (Node* n : graph.nodes())
+    if (n->op->name == op) found.push_back(n);
+  return found;
+}
+
+void replace_output(Graph& graph, Node* tail, Value* replacement, const std::vector<Node*>& dead) {
+  Value* out = tail->outputs[0];
+  const std::string name = out->name;
+  graph.replace_all_uses(out, replacement);
+  graph.erase_node(tail);
+  for (Node* n : dead) graph.erase_node(n);
+  graph.rename(replacement, name);  // free now that its value is gone
+}
 
 bool views_can_follow(const Value* from, const TensorType& to) {
   for (const Node* u : distinct_users(from)) {

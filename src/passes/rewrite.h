@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -14,12 +13,16 @@ namespace kiln {
 Node* producer_of(const Value* v, std::string_view op);
 // `v` has exactly one use, and is not a graph output.
 bool single_use(const Value* v, const Graph& g);
+// The nodes reading `v`, each once, in the order of v->users (which lists a node once per use).
+std::vector<Node*> distinct_users(const Value* v);
+// The graph's nodes of op `op`, in order: collected before a pass rewrites around them.
+std::vector<Node*> nodes_with_op(const Graph& graph, std::string_view op);
 
 // `replacement` takes the place of `tail`'s output: every use of it (graph
 // outputs included) moves to `replacement`, `tail` and then the nodes of
 // `dead` (producers left without users, in order) are erased, and
 // `replacement` takes the old output's name. Node names stay the caller's.
-void replace_output(Graph& graph, Node* tail, Value* replacement, std::initializer_list<Node*> dead = {});
+void replace_output(Graph& graph, Node* tail, Value* replacement, const std::vector<Node*>& dead = {});
 
 // Whether every view reading `from` (transitively) can read a value of type
 // `to` instead (same dims, other strides): a reshape may no longer be a view,

@@ -246,7 +246,7 @@ def test_bert_like_block_with_padding_mask():
     report = _run_block(lambda i, m: model(i, attention_mask=m), [ids, mask])
     _check_fused(report)
     # torch's math attention leaves [L, B, H, Ev] copies that BERT permutes and copies again to merge its
-    # heads: both copies go (attention_input_views reads the first one's source, simplify drops the second).
+    # heads: both copies go (read_through_copies reads the first one's source, simplify drops the second).
     assert not any("contiguous(" in t for t in _graph_texts(report)), _graph_texts(report)
 
 
@@ -291,7 +291,7 @@ def test_constant_causal_masks_become_causal(mask_kind):
 def test_packed_projection_copy_becomes_strided_views(batch):
     # torchvision's multi-head attention: the packed q/k/v projection re-laid out as [3, L, B, E] by a copy,
     # then [B, H, L, D] views of it. The attention reads the projection through as_strided views instead
-    # (attention_input_views); same values as torch.
+    # (read_through_copies); same values as torch.
     L, E, H = 7, 32, 4
     D = E // H
     aten = torch.ops.aten

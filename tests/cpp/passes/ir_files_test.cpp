@@ -61,7 +61,7 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"fuse_attention", fuse_attention},
       {"narrow_attention", narrow_attention},
       {"causal_masks", causal_masks},
-      {"attention_input_views", attention_input_views},
+      {"read_through_copies", read_through_copies},
       {"matmul_row_order", matmul_row_order},
       {"choose_layout", choose_layout},
       {"patchify_convs", patchify_convs},
@@ -120,7 +120,7 @@ TEST(IrFiles, FuseEpilogues) { check_folder("fuse_epilogues"); }
 TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
 TEST(IrFiles, NarrowAttention) { check_folder("narrow_attention"); }
 TEST(IrFiles, CausalMasks) { check_folder("causal_masks"); }
-TEST(IrFiles, AttentionInputViews) { check_folder("attention_input_views"); }
+TEST(IrFiles, ReadThroughCopies) { check_folder("read_through_copies"); }
 TEST(IrFiles, MatmulRowOrder) { check_folder("matmul_row_order"); }
 TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }
 TEST(IrFiles, PatchifyConvs) { check_folder("patchify_convs"); }

@@ -1,4 +1,4 @@
-// attention_input_views: a contiguous copy that attention (or another copy)
+// read_through_copies: a contiguous copy that attention (or another copy)
 // reads only through views becomes one strided view (as_strided) of the
 // copy's source per reader, and the copy goes.
 //
@@ -26,13 +26,13 @@
 // a model then permutes and copies it again (BERT's merge of heads); the
 // second copy reads the source directly, and when that is already in order
 // simplify removes it too.
-#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "ops/op_def.h"
 #include "ops/view_offset.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 
 namespace kiln {
 
@@ -120,10 +120,7 @@ std::optional<Layout> over_source(const Layout& view, const TensorType& copy, co
 std::optional<std::vector<std::pair<Node*, size_t>>> strided_reads(const Value* out, const Graph& graph) {
   if (graph.is_graph_output(out)) return std::nullopt;
   std::vector<std::pair<Node*, size_t>> reads;
-  std::vector<Node*> users;  // out->users has one entry per use: each user once, in order
-  for (Node* u : out->users)
-    if (std::find(users.begin(), users.end(), u) == users.end()) users.push_back(u);
-  for (Node* user : users) {
+  for (Node* user : distinct_users(out)) {
     if (user->op->has(kView)) {
       auto more = strided_reads(user->outputs[0], graph);
       if (!more) return std::nullopt;
@@ -173,12 +170,9 @@ bool view_source(Graph& graph, Node* copy) {
 
 }  // namespace
 
-bool attention_input_views(Graph& graph) {
-  std::vector<Node*> copies;
-  for (Node* n : graph.nodes())
-    if (n->op->name == "contiguous") copies.push_back(n);
+bool read_through_copies(Graph& graph) {
   bool changed = false;
-  for (Node* c : copies) changed |= view_source(graph, c);
+  for (Node* c : nodes_with_op(graph, "contiguous")) changed |= view_source(graph, c);
   if (changed) dce(graph);  // the copies and their views
   return changed;
 }
