@@ -57,7 +57,7 @@ case "$step" in
     echo "zoo rc=$?"; tail -5 "$OUT/zoo_$dtype.log" ;;
   soak)
     ensure_built
-    python3 "$ROOT/bench/soak.py" --device cuda --calls 100000 --compiles 100 --json "$OUT/soak.json" \
+    python3 "$ROOT/bench/soak.py" --device cuda --calls 100000 --compiles 1000 --json "$OUT/soak.json" \
       > "$OUT/soak.log" 2>&1
     echo "soak rc=$?"; tail -15 "$OUT/soak.log" ;;
   *) echo "unknown step '$step'" >&2; exit 2 ;;

@@ -16,11 +16,14 @@ NAMES = vision.NAMES + text.NAMES
 
 # A model's output is compared with eager's at tolerance atol + rtol * max|eager|.
 # Mostly relative: several random-weight models have outputs far below 1
-# (EfficientNet's are near 1e-14), so the absolute part only guards against 0.
+# (EfficientNet's are near 1e-14), so the absolute part only guards against 0,
+# except in f16, whose smallest step is 2**-24 (its subnormals): outputs near
+# 1e-7 (mnasnet, inception_v3 at full size) differ by that step, so f16's
+# absolute part is two of those steps.
 TOLERANCE = {
     torch.float32: (1e-10, 2e-3),
     torch.bfloat16: (1e-8, 6e-2),
-    torch.float16: (1e-9, 2e-2),
+    torch.float16: (2.0**-23, 2e-2),
 }
 
 
