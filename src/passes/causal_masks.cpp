@@ -1,5 +1,8 @@
 // causal_masks: an attention whose mask is a constant spelling the causal
-// pattern becomes attention {causal=true} with no mask.
+// pattern becomes attention {causal=true} with no mask; one whose constant
+// mask masks nothing (additive: every element 0; bool: every element true)
+// loses its mask. BERT-style models build an all-zero padding mask when
+// called without an attention mask.
 //
 // Models build their causal masks from arange and comparisons (GPT-2, LLaMA
 // and the like in transformers), so the mask is a constant of the graph's
@@ -40,6 +43,20 @@ double lowest_finite(DType dtype) {
   }
 }
 
+// What a constant mask does.
+enum class MaskKind { other, causal, nothing_masked };
+
+// Whether `mask` (contiguous bytes) masks no score: every element 0 (additive) or true (bool).
+bool masks_nothing(const Bytes& mask, const TensorType& type) {
+  const size_t size = dtype_size(type.dtype);
+  const bool boolean = type.dtype == DType::boolean;
+  for (int64_t e = 0; e < type.numel(); ++e) {
+    const double v = load_scalar(mask.data() + static_cast<size_t>(e) * size, type.dtype);
+    if (boolean ? v == 0 : v != 0) return false;
+  }
+  return true;
+}
+
 // Whether `mask` (contiguous [.., L, S] bytes) holds the top-left causal pattern in every slice.
 bool is_causal_pattern(const Bytes& mask, const TensorType& type, int64_t L, int64_t S) {
   const size_t size = dtype_size(type.dtype);
@@ -56,19 +73,22 @@ bool is_causal_pattern(const Bytes& mask, const TensorType& type, int64_t L, int
   return true;
 }
 
-// Whether `mask` is a constant holding the causal pattern, for an attention of L queries and S keys.
-bool causal_mask(const Value* mask, int64_t L, int64_t S) {
+// What the constant `mask` does to an attention of L queries and S keys (other: not a constant, or
+// any other pattern).
+MaskKind mask_kind(const Value* mask, int64_t L, int64_t S) {
   const TensorType& m = mask->type;
-  if (m.rank() < 2 || m.dims[m.rank() - 2] != L || m.dims[m.rank() - 1] != S) return false;
-  if (m.dtype != DType::boolean && !is_floating(m.dtype)) return false;
+  if (m.dtype != DType::boolean && !is_floating(m.dtype)) return MaskKind::other;
   std::optional<Bytes> values = evaluate_constant(mask, kMaxMaskBytes);
-  return values && is_causal_pattern(*values, m, L, S);
+  if (!values) return MaskKind::other;
+  if (masks_nothing(*values, m)) return MaskKind::nothing_masked;  // any broadcast shape
+  const bool full_scores = m.rank() >= 2 && m.dims[m.rank() - 2] == L && m.dims[m.rank() - 1] == S;
+  return full_scores && is_causal_pattern(*values, m, L, S) ? MaskKind::causal : MaskKind::other;
 }
 
 // Layers share one mask value: each (mask, L, S) is evaluated once per run of the pass.
-using Verdicts = std::map<std::tuple<const Value*, int64_t, int64_t>, bool>;
+using Verdicts = std::map<std::tuple<const Value*, int64_t, int64_t>, MaskKind>;
 
-bool make_causal(Graph& graph, Node* att, Verdicts& verdicts) {
+bool drop_constant_mask(Graph& graph, Node* att, Verdicts& verdicts) {
   if (att->inputs.size() != 4 || att->attrs.get_bool("causal")) return false;
   const TensorType& q = att->inputs[0]->type;
   const TensorType& k = att->inputs[1]->type;
@@ -77,14 +97,14 @@ bool make_causal(Graph& graph, Node* att, Verdicts& verdicts) {
   if (L <= 0 || S <= 0) return false;
   const auto key = std::make_tuple(static_cast<const Value*>(att->inputs[3]), L, S);
   auto known = verdicts.find(key);
-  if (known == verdicts.end()) known = verdicts.emplace(key, causal_mask(att->inputs[3], L, S)).first;
-  if (!known->second) return false;
+  if (known == verdicts.end()) known = verdicts.emplace(key, mask_kind(att->inputs[3], L, S)).first;
+  if (known->second == MaskKind::other) return false;
   Attrs attrs = att->attrs;
-  attrs.set("causal", true);
-  Node* causal = graph.add_node(*att->op, {att->inputs[0], att->inputs[1], att->inputs[2]}, std::move(attrs), "", att);
+  attrs.set("causal", known->second == MaskKind::causal);
+  Node* unmasked = graph.add_node(*att->op, {att->inputs[0], att->inputs[1], att->inputs[2]}, std::move(attrs), "", att);
   const std::string name = att->name;
-  replace_output(graph, att, causal->outputs[0]);
-  causal->name = name;
+  replace_output(graph, att, unmasked->outputs[0]);
+  unmasked->name = name;
   return true;
 }
 
@@ -93,7 +113,7 @@ bool make_causal(Graph& graph, Node* att, Verdicts& verdicts) {
 bool causal_masks(Graph& graph) {
   bool changed = false;
   Verdicts verdicts;
-  for (Node* n : nodes_with_op(graph, "attention")) changed |= make_causal(graph, n, verdicts);
+  for (Node* n : nodes_with_op(graph, "attention")) changed |= drop_constant_mask(graph, n, verdicts);
   if (changed) dce(graph);  // the masks' chains
   return changed;
 }

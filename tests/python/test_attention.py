@@ -250,6 +250,23 @@ def test_bert_like_block_with_padding_mask():
     assert not any("contiguous(" in t for t in _graph_texts(report)), _graph_texts(report)
 
 
+@pytest.mark.parametrize("dtype", [f32, f16], ids=str)
+def test_bert_without_attention_mask_runs_unmasked(dtype):
+    # Called without a mask, transformers builds BERT's additive padding mask from ones and a traced scalar
+    # constant (1.0 - mask): every element is 0. The constant becomes a literal (kiln.fx_constants), the
+    # mask is evaluated at compile time and dropped (causal_masks): attention runs with no mask at all.
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=128, max_position_embeddings=32)
+    model = transformers.BertModel(config).eval().to(dtype)
+    report = _run_block(model, [torch.randint(0, 100, (2, 12))], dtype)
+    _check_fused(report, expect_attention=2)
+    attentions = [line for t in _graph_texts(report) for line in t.splitlines() if "= attention(" in line]
+    assert len(attentions) == 2 and all(line.count("%") == 4 for line in attentions), attentions  # q, k, v only
+    assert not any("_tensor_constant" in t for t in _graph_texts(report)), _graph_texts(report)
+
+
 def _graph_texts(report):
     return [r.exe._native.graph_text() for g in report.graphs for r in g.region_modules]
 
