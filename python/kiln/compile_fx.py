@@ -15,7 +15,7 @@ import torch.fx as fx
 
 from kiln.executable import compile_graph, torch_math
 from kiln.folding import prepare
-from kiln.fx_constants import inline_scalar_constants
+from kiln.fx_constants import inline_small_constants
 from kiln.fx_rewrites import rewrite_as_strided_views
 from kiln.graph_weights import attach as attach_weights
 from kiln.memory_trace import log_trace, new_trace
@@ -42,7 +42,7 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
         return module, module.first_report
     start = time.perf_counter()
     rewrite_as_strided_views(gm)
-    inline_scalar_constants(gm)
+    inline_small_constants(gm)
     trace = new_trace(f"graph {next(_graph_ids)}", str(device))
     parts = partition(gm, weights, device.type)
     trace.record("import")

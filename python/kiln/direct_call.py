@@ -33,11 +33,13 @@ def direct_call(module):
     nodes = list(graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
     calls = [n for n in nodes if n.op == "call_module"]
-    if len(calls) != 1 or any(n.op == "get_attr" for n in nodes):
+    if len(calls) != 1:
         return None
     call = calls[0]
     region = module.get_submodule(call.target)
-    if type(region) is not KilnRegion or call.kwargs or any(a not in placeholders for a in call.args):
+    constant = {n: getattr(module, n.target) for n in nodes if n.op == "get_attr"}  # fixed attributes
+    if type(region) is not KilnRegion or call.kwargs or any(a not in placeholders and a not in constant
+                                                              for a in call.args):
         return None
     if any(n.op == "call_function" and not (n.target is operator.getitem and n.args[0] is call) for n in nodes):
         return None
@@ -46,7 +48,8 @@ def direct_call(module):
     recipes = [_recipe(v, call) for v in (out if as_tuple else [out])]
     if any(r is None for r in recipes):
         return None
-    arg_index = [placeholders.index(a) for a in call.args]
+    # Each region argument: the index of a graph input, or a constant attribute's tensor itself.
+    sources = [placeholders.index(a) if a in placeholders else constant[a] for a in call.args]
     region_forward = region.forward
     first = [True]
 
@@ -54,7 +57,7 @@ def direct_call(module):
         if first[0]:
             first[0] = False
             return module(*args)  # the first call's hooks
-        result = region_forward(*[args[i] for i in arg_index])
+        result = region_forward(*[args[s] if type(s) is int else s for s in sources])
         values = [result if r == "all" else result[r] for r in recipes]
         return type(out)(values) if as_tuple else values[0]
 

@@ -1,4 +1,4 @@
-"""Scalar tensors that tracing captured as constants become scalar_tensor calls.
+"""Scalar and empty tensors that tracing captured as constants become literals.
 
 A model that builds a tensor from a Python number inside forward (transformers'
 `1.0 - mask` on a tensor constant, `torch.tensor(finfo.min)`) reaches kiln as a
@@ -6,7 +6,9 @@ get_attr of a `_tensor_constantN` attribute that make_fx created: a value fixed
 at trace time, never a parameter or buffer the user could update. As a weight
 it is bound by pointer and opaque to compile-time evaluation, so a mask built
 from it cannot be recognized (passes/causal_masks.cpp). As `scalar_tensor` it
-is a literal. Only 0-dim constants are rewritten; larger ones stay weights."""
+is a literal. Empty ones (transformers' key/value caches start as
+`torch.tensor([])`, concatenated with the first keys) become `full` of their
+shape. Other constants stay weights."""
 
 from __future__ import annotations
 
@@ -19,27 +21,33 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 _TRACED_CONSTANT = re.compile(r"_tensor_constant\d+")
 
 
-def _traced_scalar(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor | None:
+def _inlinable_constant(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor | None:
     if node.op != "get_attr" or not _TRACED_CONSTANT.fullmatch(str(node.target)):
         return None
     value = getattr(gm, node.target, None)
-    if type(value) is not torch.Tensor or value.dim() != 0 or value.requires_grad or value.is_complex():
+    if type(value) is not torch.Tensor or value.requires_grad or value.is_complex():
         return None
-    return value
+    return value if value.dim() == 0 or value.numel() == 0 else None
 
 
-def inline_scalar_constants(gm: fx.GraphModule) -> int:
-    """Replaces each 0-dim traced tensor constant of `gm` by a scalar_tensor call; returns how many."""
+def _literal_call(graph: fx.Graph, value: torch.Tensor) -> fx.Node:
+    kwargs = {"dtype": value.dtype, "device": value.device}
+    if value.numel() == 0:
+        return graph.call_function(torch.ops.aten.full.default, (list(value.shape), 0), kwargs)
+    with unset_fake_temporarily():  # compile runs under Dynamo's fake mode; the constant is real
+        number = value.item()
+    return graph.call_function(torch.ops.aten.scalar_tensor.default, (number,), kwargs)
+
+
+def inline_small_constants(gm: fx.GraphModule) -> int:
+    """Replaces each 0-dim or empty traced tensor constant of `gm` by a literal call; returns how many."""
     count = 0
     for node in list(gm.graph.nodes):
-        value = _traced_scalar(gm, node)
+        value = _inlinable_constant(gm, node)
         if value is None:
             continue
-        with unset_fake_temporarily():  # compile runs under Dynamo's fake mode; the constant is real
-            number = value.item()
         with gm.graph.inserting_before(node):
-            literal = gm.graph.call_function(torch.ops.aten.scalar_tensor.default, (number,),
-                                             {"dtype": value.dtype, "device": value.device})
+            literal = _literal_call(gm.graph, value)
         literal.meta = dict(node.meta)
         node.replace_all_uses_with(literal)
         gm.graph.erase_node(node)

@@ -64,3 +64,36 @@ def test_a_graph_with_a_fallback_op_keeps_the_module_call():
     assert len(modules) == 1 and direct_call(modules[0]) is None
     with torch.no_grad():
         assert_close(compiled(x), fn(x), torch.float32)
+
+
+def test_traced_scalar_and_empty_constants_become_literals():
+    # torch.tensor(...) inside forward reaches kiln as a traced constant (get_attr of _tensor_constantN):
+    # a 0-dim one and an empty one (a key/value cache's start, concatenated) become literals, so the
+    # graph is still one region called directly, with eager's results.
+    def fn(x):
+        start = torch.tensor([])
+        return torch.cat([start, x.flatten()]) * torch.tensor(3.0) + torch.tensor(-1.5)
+
+    x = torch.randn(2, 3)
+    compiled, modules = _compiled_modules(fn, (x,))
+    assert len(modules) == 1
+    assert not any(n.op == "get_attr" for n in modules[0].graph.nodes), modules[0].graph
+    assert direct_call(modules[0]) is not None
+    with torch.no_grad():
+        for _ in range(3):
+            assert_close(compiled(x), fn(x), torch.float32)
+
+
+def test_a_constant_attribute_argument_keeps_the_direct_call():
+    # A traced constant with several values stays a weight (a get_attr the region reads); the direct call
+    # passes the attribute's tensor itself.
+    def fn(x):
+        return x * torch.tensor([1.0, -2.0, 3.0])
+
+    x = torch.randn(4, 3)
+    compiled, modules = _compiled_modules(fn, (x,))
+    assert len(modules) == 1 and any(n.op == "get_attr" for n in modules[0].graph.nodes), modules[0].graph
+    assert direct_call(modules[0]) is not None
+    with torch.no_grad():
+        for _ in range(3):
+            assert_close(compiled(x), fn(x), torch.float32)
