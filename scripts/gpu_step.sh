@@ -11,13 +11,14 @@
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py --backends eager,kiln per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
+#   bash scripts/gpu_step.sh pick K [R]     # pytest tests/python -k K, and ctest -R R (a short call)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo fp16|bf16|soak}"
+step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo fp16|bf16|soak|pick K [R]}"
 shift
 
 ensure_built() {
@@ -60,5 +61,14 @@ case "$step" in
     python3 "$ROOT/bench/soak.py" --device cuda --calls 100000 --compiles 1000 --json "$OUT/soak.json" \
       > "$OUT/soak.log" 2>&1
     echo "soak rc=$?"; tail -15 "$OUT/soak.log" ;;
+  pick)
+    ensure_built
+    (cd "$ROOT" && python3 -m pytest -q -p no:cacheprovider tests/python -k "${1:?pick needs a pytest -k expression}") \
+      > "$OUT/pick.log" 2>&1
+    echo "pytest rc=$?"; grep -E "^FAILED|passed|failed" "$OUT/pick.log" | tail -12
+    if [ -n "${2:-}" ]; then
+      ctest --test-dir "$ROOT/build/gpu" -j 16 -R "$2" > "$OUT/pick_ctest.log" 2>&1; echo "ctest rc=$?"
+      tail -4 "$OUT/pick_ctest.log"
+    fi ;;
   *) echo "unknown step '$step'" >&2; exit 2 ;;
 esac
