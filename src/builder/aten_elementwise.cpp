@@ -1,5 +1,6 @@
 // ATen adapters for elementwise ops: arithmetic with alpha, comparisons,
-// unary math, clamps, where, casts and identities.
+// unary math, special-value tests, clamps, where, casts and identities.
+#include <limits>
 #include <utility>
 
 #include "builder/aten_call.h"
@@ -58,6 +59,20 @@ Value* int_pow(AtenCall& c, Value* x, int64_t e) {
   }
   return result;
 }
+
+// isinf/isnan/isfinite as comparisons, so that they need no kernel of their own:
+// isinf(x) = |x| == inf, isnan(x) = x != x, isfinite(x) = |x| < inf (false for NaN).
+// An integer or bool tensor holds neither infinities nor NaN: its answer is a constant.
+AtenAdapter special_value_test(bool integer_answer, Value* (*test)(GraphBuilder& b, Value* x)) {
+  return [integer_answer, test](AtenCall& c) {
+    Value* x = c.tensor("self");
+    if (is_floating(x->type.dtype)) return one(test(c.b, x));
+    Attrs a = attrs({{"shape", x->type.dims}, {"value", integer_answer ? 1.0 : 0.0}, {"dtype", DType::boolean}});
+    return one(c.b.op1("full", {}, std::move(a)));
+  };
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -127,6 +142,12 @@ void register_elementwise_adapters(AdapterMap& m) {
   for (const char* o : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid",
                         "relu", "silu", "erf"})
     m[std::string("aten.") + o + ".default"] = unary(o);
+  m["aten.isinf.default"] = special_value_test(
+      false, [](GraphBuilder& b, Value* x) { return b.elementwise("eq", {b.elementwise("abs", {x}), kInf}); });
+  m["aten.isnan.default"] =
+      special_value_test(false, [](GraphBuilder& b, Value* x) { return b.elementwise("ne", {x, x}); });
+  m["aten.isfinite.default"] = special_value_test(
+      true, [](GraphBuilder& b, Value* x) { return b.elementwise("lt", {b.elementwise("abs", {x}), kInf}); });
   m["aten.gelu.default"] = [](AtenCall& c) {
     std::string approx = c.string_or("approximate", "none");
     if (approx != "none" && approx != "tanh") c.unsupported("gelu approximate='" + approx + "'");

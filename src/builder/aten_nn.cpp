@@ -50,9 +50,10 @@ Value* conv1d_as_2d(AtenCall& c, Value* x) {
   return c.b.reshape(y, {y->type.dims[0], y->type.dims[1], y->type.dims[3]});
 }
 
+// softmax/log_softmax; `half_to_float` (ATen's f16 in, f32 out) computes on the input cast to f32.
 std::vector<Value*> softmax(AtenCall& c, const char* op) {
   Value* x = c.tensor("self");
-  if (c.flag_or("half_to_float", false)) c.unsupported("half_to_float");
+  if (c.flag_or("half_to_float", false)) x = c.b.cast(x, DType::f32);
   if (auto t = c.dtype("dtype")) x = c.b.cast(x, *t);
   return one(c.b.op1(op, {x}, attrs({{"dim", c.int_("dim")}})));
 }

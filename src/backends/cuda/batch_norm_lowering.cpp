@@ -2,6 +2,12 @@
 // contiguous input with the channel on axis 1, parameters of any floating
 // dtype read in the compute type. Batch norms after a convolution are usually
 // folded into it (passes/fold_batch_norm.cpp); this serves the rest.
+//
+// A strided input (a channels-last view, e.g. torchvision's MaxViT normalizing
+// a permuted tensor) is first copied into the output, which is contiguous and
+// of the input's dtype and dims, and then normalized there in place: the
+// kernel reads and writes each element from the same thread. That costs one
+// copy but no scratch memory, no graph rewrite and no new kernel.
 #include "backends/cuda/conv_kernels.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernel_registry.h"
@@ -20,6 +26,12 @@ class BatchNormKernel final : public CudaKernel {
     BatchNormArgs a = args_;
     a.x = in[0].data;
     a.y = out[0].data;
+    if (!in[0].type().is_contiguous()) {
+      check_launch(launch_copy(copy_args(in[0].dims, in[0].data, in[0].strides, out[0].data, out[0].strides,
+                                         dtype_size(in[0].dtype)),
+                               s));
+      a.x = out[0].data;
+    }
     a.mean = in[1].data;
     a.var = in[2].data;
     a.weight = in.size() > 3 ? in[3].data : nullptr;
@@ -33,10 +45,7 @@ class BatchNormKernel final : public CudaKernel {
 
 std::unique_ptr<BackendKernel> make_batch_norm(const Node& node, const LowerContext& ctx, std::string* reason) {
   const TensorType& x = node.inputs[0]->type;
-  if (!x.is_contiguous()) {
-    *reason = str_cat("batch_norm on CUDA needs a contiguous input, got strides [", dims_to_string(x.strides), "]");
-    return nullptr;
-  }
+  if (!x.is_contiguous() && !fits_rank(node, reason)) return nullptr;  // the copy's index space
   BatchNormArgs a;
   a.dtype = static_cast<int>(x.dtype);
   a.n = numel(x.dims);

@@ -36,6 +36,7 @@ const KernelMap& kernels() {
     register_conv_kernels(m);
     register_pool_kernels(m);
     register_batch_norm_kernels(m);
+    register_cumsum_kernels(m);
     return m;
   }();
   return map;

@@ -21,5 +21,6 @@ void register_attention_kernels(KernelMap& map);    // attention (flash attentio
 void register_conv_kernels(KernelMap& map);         // conv2d, conv2d_fused through cuDNN
 void register_pool_kernels(KernelMap& map);         // max/avg/adaptive-avg pool 2d
 void register_batch_norm_kernels(KernelMap& map);   // batch_norm (inference)
+void register_cumsum_kernels(KernelMap& map);       // cumsum
 
 }  // namespace kiln::cuda

@@ -142,4 +142,16 @@ struct ReduceArgs {
 };
 cudaError_t launch_reduce(const ReduceArgs& args, cudaStream_t stream);
 
+// ---- running sums (cumsum_kernels.cu) ------------------------------------------------
+
+// out (strided) = running sums of `in` (strided, same dtype) along the rows of
+// `rows`, whose reduced dims are the one summed axis.
+struct CumsumArgs {
+  RowSpace rows;
+  int dtype = 0;  // input and output
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+cudaError_t launch_cumsum(const CumsumArgs& args, cudaStream_t stream);
+
 }  // namespace kiln::cuda

@@ -131,6 +131,13 @@ TEST(CudaBatchNorm, MatchesCpu) {
     eps.set("eps", 1e-3);
     EXPECT_TRUE(check_op("batch_norm", {&x, &mean, &var, &w, &b}, eps, str_cat("batch_norm ", dtype_name(d))));
     EXPECT_TRUE(check_op("batch_norm", {&x, &mean, &var}, eps, str_cat("batch_norm no affine ", dtype_name(d))));
+    // Strided (permuted, padded) and channels-last inputs: copied into the output, normalized there.
+    HostTensor xs = random_tensor(d, {3, 6, 5, 4}, rng, true);
+    EXPECT_TRUE(check_op("batch_norm", {&xs, &mean, &var, &w, &b}, eps, str_cat("batch_norm strided ", dtype_name(d))));
+    HostTensor xc = random_tensor(d, {3, 6, 5, 4}, rng);
+    xc.type = TensorType(d, {3, 6, 5, 4}, {120, 1, 24, 6});
+    EXPECT_TRUE(check_op("batch_norm", {&xc, &mean, &var, &w, &b}, eps,
+                         str_cat("batch_norm channels-last ", dtype_name(d))));
   }
 }
 

@@ -201,5 +201,27 @@ TEST(CudaKernels, ReductionsMatchCpu) {
   }
 }
 
+TEST(CudaKernels, CumsumMatchesCpu) {
+  KILN_REQUIRE_CUDA();
+  std::mt19937 rng(17);
+  for (DType d : kAll) {
+    const std::string tag = std::string(dtype_name(d));
+    HostTensor x = random_tensor(d, {4, 9, 3}, rng, true, is_floating(d) ? Fill::continuous : Fill::small_ints);
+    for (int64_t dim : {0, 1, -1}) {
+      Attrs a;
+      a.set("dim", dim);
+      EXPECT_TRUE(check_op("cumsum", {&x}, a, str_cat("cumsum dim ", dim, " strided ", tag), 4.0));
+    }
+    HostTensor rows = random_tensor(d, {37, 130}, rng, false, is_floating(d) ? Fill::continuous : Fill::small_ints);
+    Attrs last;
+    last.set("dim", int64_t{-1});
+    EXPECT_TRUE(check_op("cumsum", {&rows}, last, "cumsum long rows " + tag, 8.0));
+    HostTensor scalar = random_tensor(d, {}, rng);
+    Attrs zero;
+    zero.set("dim", int64_t{0});
+    EXPECT_TRUE(check_op("cumsum", {&scalar}, zero, "cumsum 0-d " + tag));
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -32,6 +32,16 @@ def randbool(g, *shape):
     return torch.rand(shape, generator=g) < 0.5
 
 
+def with_specials(g, *shape, dtype=f32):
+    """randn values with +inf, -inf and NaN mixed in (each about one element in six)."""
+    x = torch.randn(shape, generator=g, dtype=f32)
+    kind = torch.randint(0, 6, shape, generator=g)
+    x[kind == 0] = float("inf")
+    x[kind == 1] = float("-inf")
+    x[kind == 2] = float("nan")
+    return x.to(dtype)
+
+
 def transposed(x):
     """The same shape as x with the last two dims' strides swapped (non-contiguous)."""
     return x.transpose(-1, -2).contiguous().transpose(-1, -2)

@@ -115,6 +115,18 @@ case("gelu", F.gelu, lambda g: (randn(g, 3, 5, 7),), "aten.gelu.default")
 case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), lambda g: (randn(g, 3, 5, 7),), "aten.gelu.default")
 case("gelu_f16_transposed", F.gelu, lambda g: (transposed(randn(g, 5, 6, dtype=f16)),), "aten.gelu.default")
 
+# ---- special values (isinf/isnan/isfinite are comparisons in kiln) --------------
+# Dynamo's decompositions rewrite isfinite before kiln sees it: its cases build the ATen graph directly.
+
+for op in ("isinf", "isnan", "isfinite"):
+    kw = dict(direct=True) if op == "isfinite" else {}
+    fn = (lambda x: aten.isfinite.default(x)) if kw else getattr(torch, op)
+    case(f"{op}_f32", fn, lambda g: (with_specials(g, 3, 5, 7),), f"aten.{op}.default", **kw)
+    case(f"{op}_f16_transposed", fn, lambda g: (transposed(with_specials(g, 5, 6, dtype=f16)),), f"aten.{op}.default", **kw)
+    case(f"{op}_bf16", fn, lambda g: (with_specials(g, 4, 7, dtype=bf16),), f"aten.{op}.default", **kw)
+    case(f"{op}_i64", fn, lambda g: (randint(g, 3, 5),), f"aten.{op}.default", **kw)
+    case(f"{op}_bool", fn, lambda g: (randbool(g, 4),), f"aten.{op}.default", **kw)
+
 # ---- clamps and where ---------------------------------------------------------
 
 case("clamp_both", lambda x: torch.clamp(x, -0.5, 0.5), lambda g: (randn(g, 3, 5, 7),), "aten.clamp.default")
