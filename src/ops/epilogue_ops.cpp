@@ -1,7 +1,11 @@
 // Op declarations that passes create (no ATen overload maps to them):
 //
-// conv2d_fused(x, weight, [bias]): conv2d's attrs plus
+// conv2d_fused(x, weight, [bias, [residual]]): conv2d's attrs plus
 //   relu           apply ReLU to the result (fuse_epilogues)
+//   A residual (the output's dims and dtype, any strides; only with a bias;
+//   fuse_epilogues gives it the output's layout)
+//   is added after the bias and before the ReLU: a ResNet block's skip
+//   connection, relu(conv(x) + bias + identity), in one cuDNN graph.
 //   channels_last  x, weight and the result are stored N, H, W, C (weight
 //                  O, kH, kW, C/groups) instead of NCHW/OIHW (choose_layout)
 // matmul_epilogue(a, b, [bias, [residual]]): matmul, then + bias (1-D, the
@@ -12,6 +16,7 @@
 //   activation, not after.
 // Both infer through the plain op's inference, so their checks and messages
 // are the same.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,8 +51,16 @@ std::vector<TensorType> infer_conv2d_fused(std::span<const TensorType> in, const
   }
   Attrs conv_attrs;
   for (const char* name : {"stride", "padding", "dilation", "groups"}) conv_attrs.set(name, *attrs.find(name));
-  std::vector<TensorType> out = get_op("conv2d").infer(logical, conv_attrs);
+  std::vector<TensorType> out = get_op("conv2d").infer(std::span(logical).first(std::min<size_t>(logical.size(), 3)),
+                                                      conv_attrs);
   if (channels_last) out[0] = permuted(out[0], false);
+  if (in.size() > 3) {
+    const TensorType& residual = in[3];
+    KILN_CHECK(residual.dims == out[0].dims, "residual must be [", dims_to_string(out[0].dims),
+               "] (the output's dims), got [", dims_to_string(residual.dims), "]");
+    KILN_CHECK(residual.dtype == out[0].dtype, "residual is ", dtype_name(residual.dtype), " but the convolution is ",
+               dtype_name(out[0].dtype));
+  }
   return out;
 }
 
@@ -81,8 +94,8 @@ void register_epilogue_ops(OpList& ops) {
   OpDef conv;
   conv.name = "conv2d_fused";
   conv.floating_only = true;
-  conv.inputs = {"x", "weight", "bias"};
-  conv.optional_inputs = 1;
+  conv.inputs = {"x", "weight", "bias", "residual"};
+  conv.optional_inputs = 2;
   conv.attrs = conv2d_attrs();
   conv.attrs.push_back({"relu", AttrKind::bool_, false});
   conv.attrs.push_back({"channels_last", AttrKind::bool_, false});

@@ -11,7 +11,11 @@
 //     broadcast), and r' is r, or r viewed at E's dims (a reshape; left unfused when r's
 //     strides do not allow that view). Tried after the bias, so the bias goes in first.
 //   relu|gelu|gelu_tanh(matmul...)   -> matmul_epilogue(...) {activation=<op>}
-//   relu(conv2d(...) | conv2d_fused) -> conv2d_fused(...) {relu=true}
+//   add(C, r)                        -> conv2d_fused(x, w, bias, r), C = conv2d or conv2d_fused
+//     {relu=false} with a bias (a ResNet block's skip connection after batch norm was folded
+//     into the convolution; cuDNN adds r in the convolution's graph); r has the add's dims,
+//     dtype and strides (no broadcast, the convolution's own layout)
+//   relu(conv2d(...) | conv2d_fused) -> conv2d_fused(...) {relu=true}, after the residual if any
 // bias is 1-D over the product's last dim (a linear layer's bias); a or b of
 // rank 1 is left alone. Nothing fuses after a residual. The product must feed
 // only the fused op and not be a graph output, and everything is f32, f16 or
@@ -125,6 +129,27 @@ bool fuse_residual(Graph& graph, Node* add) {
   return false;
 }
 
+// The add of a residual to a convolution that has its bias and no ReLU yet.
+bool fuse_conv_residual(Graph& graph, Node* add) {
+  const TensorType& out = add->outputs[0]->type;
+  for (size_t i = 0; i < 2; ++i) {
+    Node* p = sole_producer(graph, add->inputs[i]);
+    if (p == nullptr || (p->op->name != "conv2d" && p->op->name != "conv2d_fused") || p->inputs.size() != 3) continue;
+    if ((p->op->name == "conv2d_fused" && p->attrs.get_bool("relu")) || !float_type(out.dtype)) continue;
+    const Value* r = add->inputs[1 - i];
+    if (add->inputs[i]->type.dims != out.dims || r->type.dims != out.dims || r->type.dtype != out.dtype ||
+        p->outputs[0]->type.dtype != out.dtype || r->type.strides != p->outputs[0]->type.strides)
+      continue;
+    Attrs attrs = p->attrs;
+    if (!attrs.has("relu")) attrs.set("relu", false);
+    if (!attrs.has("channels_last")) attrs.set("channels_last", false);
+    replace(graph, p, add, get_op("conv2d_fused"), {p->inputs[0], p->inputs[1], p->inputs[2], add->inputs[1 - i]},
+            attrs);
+    return true;
+  }
+  return false;
+}
+
 bool fuse_activation(Graph& graph, Node* act) {
   Node* p = sole_producer(graph, act->inputs[0]);
   if (p == nullptr || p->outputs[0]->type.dtype != act->outputs[0]->type.dtype) return false;
@@ -146,7 +171,8 @@ bool fuse_activation(Graph& graph, Node* act) {
 bool fuse_one(Graph& graph) {
   for (Node* node : graph.nodes()) {
     const std::string& op = node->op->name;
-    if (op == "add" && (fuse_bias(graph, node) || fuse_residual(graph, node))) return true;
+    if (op == "add" && (fuse_bias(graph, node) || fuse_residual(graph, node) || fuse_conv_residual(graph, node)))
+      return true;
     if ((op == "relu" || op == "gelu" || op == "gelu_tanh") && fuse_activation(graph, node)) return true;
   }
   return false;

@@ -303,6 +303,63 @@ def test_linear_epilogue_matches_eager(dtype, act, shape):
     assert compile_cuda(model, [x], dtype) == []
 
 
+class BasicBlock(torch.nn.Module):
+    """ResNet's basic block: relu(bn(conv(relu(bn(conv(x))))) + identity); the identity is x itself, or a
+    strided 1x1 convolution with its batch norm when the block downsamples."""
+
+    def __init__(self, cin=8, cout=8, stride=1):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(cout)
+        self.conv2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False), torch.nn.BatchNorm2d(cout))
+        for bn in (m for m in self.modules() if isinstance(m, torch.nn.BatchNorm2d)):  # not the identity transform
+            torch.nn.init.uniform_(bn.weight, 0.5, 1.5)
+            torch.nn.init.uniform_(bn.bias, -0.5, 0.5)
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+def _residual_convs(text: str) -> int:
+    """How many conv2d_fused nodes of the optimized graphs take a residual (a fourth operand)."""
+    return sum(1 for line in text.splitlines() if "= conv2d_fused(" in line and line.split("(", 1)[1].count("%") == 4)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_resnet_block_residual_fuses_into_the_convolution_on_cpu(stride):
+    """The skip connection's add and the ReLU after it become the last convolution's epilogue
+    (conv2d_fused with a residual operand), with eager's results on the CPU."""
+    torch.manual_seed(0)
+    model = BasicBlock(8, 16 if stride == 2 else 8, stride).eval()
+    x = torch.randn(2, 8, 10, 9)
+    reports = []
+    compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+    with torch.no_grad():
+        expected, got = model(x), compiled(x)
+    assert_close(got, expected, torch.float32)
+    texts = [r.exe._native.graph_text() for g in reports for r in g.region_modules]
+    assert sum(_residual_convs(t) for t in texts) == 1 and not any(" add(" in t for t in texts), texts
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("stride", [1, 2])
+def test_resnet_block_residual_matches_eager(stride, dtype):
+    torch.manual_seed(0)
+    model = BasicBlock(8, 16 if stride == 2 else 8, stride).to("cuda", dtype).eval()
+    x = torch.randn(2, 8, 10, 9, device="cuda", dtype=dtype)
+    assert compile_cuda(model, [x], dtype) == []
+    _, text = kernel_ops(model, [x])
+    assert "residual" in text and "cuda add" not in text, text
+
+
 class LinearResidual(torch.nn.Module):
     """A transformer block's skip connection: fc(x) + x."""
 

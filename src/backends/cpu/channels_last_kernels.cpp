@@ -1,6 +1,7 @@
 // The CPU side of the layout pass (passes/choose_layout.cpp): an op with
 // channels_last=true has N, H, W, C tensors (a conv weight O, kH, kW, C/g)
-// where the plain op has N, C, H, W. The CPU kernels read any strides, so the
+// where the plain op has N, C, H, W: every input of rank 3 or 4 (x, a conv
+// weight, a conv's residual; not a bias). The CPU kernels read any strides, so the
 // adapter hands the plain kernel strided NCHW views of the NHWC inputs, lets
 // it write contiguous NCHW results into scratch, and copies those into the
 // NHWC outputs. Correct, not fast: choose_layout only runs for CUDA graphs,
@@ -33,12 +34,12 @@ TensorView nchw_view(const TensorView& v) {
 
 class ChannelsLastKernel final : public CpuKernel {
  public:
-  ChannelsLastKernel(std::unique_ptr<CpuKernel> base, size_t permuted_inputs)
-      : base_(std::move(base)), permuted_inputs_(permuted_inputs) {}
+  explicit ChannelsLastKernel(std::unique_ptr<CpuKernel> base) : base_(std::move(base)) {}
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
     std::vector<TensorView> ins(in.begin(), in.end());
-    for (size_t i = 0; i < permuted_inputs_ && i < ins.size(); ++i) ins[i] = nchw_view(in[i]);
+    for (TensorView& v : ins)
+      if (v.dims.size() == 3 || v.dims.size() == 4) v = nchw_view(v);
     std::vector<std::vector<uint64_t>> scratch(out.size());
     std::vector<TensorView> tmp;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -67,15 +68,13 @@ class ChannelsLastKernel final : public CpuKernel {
   }
 
   std::unique_ptr<CpuKernel> base_;
-  size_t permuted_inputs_;
 };
 
 }  // namespace
 
-std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node,
-                                              size_t permuted_inputs) {
+std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node) {
   if (!base || node.op->attr_spec("channels_last") == nullptr || !node.attrs.get_bool("channels_last")) return base;
-  return std::make_unique<ChannelsLastKernel>(std::move(base), permuted_inputs);
+  return std::make_unique<ChannelsLastKernel>(std::move(base));
 }
 
 }  // namespace kiln::cpu::internal

@@ -6,8 +6,10 @@
 //   matmul_epilogue  matmul, then + bias over the last dim, then the activation,
 //                    or (activation none) + the residual, rounded after the
 //                    bias and again after the residual as the two unfused adds
-//   conv2d_fused     conv2d (bias included), then ReLU (its channels_last
-//                    form goes through channels_last_kernels.cpp)
+//   conv2d_fused     conv2d (bias included), then + the residual (rounded as
+//                    the unfused add), then ReLU (its channels_last form goes
+//                    through channels_last_kernels.cpp)
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu/dtype_dispatch.h"
@@ -44,6 +46,7 @@ class EpilogueKernel final : public CpuKernel {
     conv_ = node.op->name == "conv2d_fused";
     if (conv_) {
       act_ = node.attrs.get_bool("relu") ? Act::relu : Act::none;
+      residual_ = node.inputs.size() > 3;
     } else {
       act_ = parse_act(node.attrs.get_string("activation"));
       bias_ = node.inputs.size() > 2;
@@ -60,16 +63,18 @@ class EpilogueKernel final : public CpuKernel {
       });
       return;
     }
-    base_->run(in, out, ctx);
-    dispatch_floating(y.dtype, "conv2d_fused", [&]<typename T>() { finish<T>(y, nullptr, nullptr, ctx); });
+    base_->run(in.first(std::min<size_t>(in.size(), 3)), out, ctx);  // x, weight, bias
+    dispatch_floating(y.dtype, "conv2d_fused",
+                      [&]<typename T>() { finish<T>(y, nullptr, residual_ ? &in[3] : nullptr, ctx); });
   }
 
  private:
-  // y = act(y + bias) + residual in place (bias over the last dim, residual
-  // strided, only with activation none); y contiguous.
+  // y = act(y + bias + residual) in place, rounded after each add as the
+  // unfused graph (bias over the last dim, residual strided; a matmul's residual
+  // comes only with activation none); y contiguous.
   template <typename T>
   void finish(const TensorView& y, const TensorView* bias, const TensorView* residual, const CpuContext& ctx) const {
-    if (act_ == Act::none && bias == nullptr) return;
+    if (act_ == Act::none && bias == nullptr && residual == nullptr) return;
     T* d = static_cast<T*>(y.data);
     const int64_t last = y.dims.empty() ? 1 : y.dims.back();
     auto biased = [&](int64_t i) {
@@ -89,7 +94,8 @@ class EpilogueKernel final : public CpuKernel {
       const T* r = static_cast<const T*>(residual->data);
       int64_t i = i0;
       for_each_offset<1>(y.dims, {&residual->strides}, i0, i1, [&](const std::array<int64_t, 1>& o) {
-        d[i] = from_compute<T>(biased(i) + to_compute(r[o[0]]));
+        const auto sum = to_compute(from_compute<T>(biased(i) + to_compute(r[o[0]])));  // the unfused add rounds
+        d[i] = from_compute<T>(apply(act_, sum));
         ++i;
       });
     });

@@ -23,7 +23,7 @@ std::unique_ptr<CpuKernel> make_conv2d_kernel(const Node& node, std::string* rea
 // The plain kernel followed by the node's epilogue (epilogue_kernels.cpp).
 std::unique_ptr<CpuKernel> with_epilogue(std::unique_ptr<CpuKernel> base, const Node& node, std::string* reason);
 // NHWC operands read as NCHW views (channels_last_kernels.cpp).
-std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node, size_t permuted_inputs);
+std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node);
 
 namespace {
 
@@ -138,7 +138,7 @@ void register_linalg_kernels(KernelMap& map) {
     return with_epilogue(make_matmul_kernel(node, reason), node, reason);
   };
   map["conv2d_fused"] = [](const Node& node, std::string* reason) {
-    return with_channels_last(with_epilogue(make_conv2d_kernel(node, reason), node, reason), node, 2);
+    return with_channels_last(with_epilogue(make_conv2d_kernel(node, reason), node, reason), node);
   };
 }
 

@@ -212,14 +212,14 @@ std::unique_ptr<CpuKernel> make_adaptive(const Node& node, std::string* reason) 
 }  // namespace
 
 // NHWC operands read as NCHW views (channels_last_kernels.cpp).
-std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node, size_t permuted_inputs);
+std::unique_ptr<CpuKernel> with_channels_last(std::unique_ptr<CpuKernel> base, const Node& node);
 
 void register_pool_kernels(KernelMap& map) {
-  map["max_pool2d"] = [](const Node& n, std::string* r) { return with_channels_last(make_max_pool(n, r), n, 1); };
+  map["max_pool2d"] = [](const Node& n, std::string* r) { return with_channels_last(make_max_pool(n, r), n); };
   map["avg_pool2d"] = [](const Node& n, std::string* r) {
-    return with_channels_last(make_floating<AvgPoolKernel>(n, r), n, 1);
+    return with_channels_last(make_floating<AvgPoolKernel>(n, r), n);
   };
-  map["adaptive_avg_pool2d"] = [](const Node& n, std::string* r) { return with_channels_last(make_adaptive(n, r), n, 1); };
+  map["adaptive_avg_pool2d"] = [](const Node& n, std::string* r) { return with_channels_last(make_adaptive(n, r), n); };
 }
 
 }  // namespace kiln::cpu::internal

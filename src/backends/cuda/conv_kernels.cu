@@ -21,6 +21,7 @@ __global__ void bias_act_kernel(const __grid_constant__ BiasActArgs a) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < a.n; i += int64_t{blockDim.x} * gridDim.x) {
     C v = load_as<C>(a.y, a.dtype, i);
     if (a.bias != nullptr) v += load_as<C>(a.bias, a.dtype, ((i / a.channel_stride) % a.channels) * a.bias_stride);
+    if (a.residual != nullptr) v += load_as<C>(a.residual, a.dtype, i);
     if (a.act == Activation::relu) v = sm::k_relu(v);
     if (a.act == Activation::gelu) v = sm::k_gelu(v);
     if (a.act == Activation::gelu_tanh) v = sm::k_gelu_tanh(v);

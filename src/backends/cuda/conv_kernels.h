@@ -12,13 +12,15 @@
 
 namespace kiln::cuda {
 
-// y[i] = act(y[i] + bias[c]) in place over a dense output whose channel index
-// is (i / channel_stride) % channels; bias may be null. Serves convolutions
-// (channel axis) and matrix products (last axis: channel_stride 1).
+// y[i] = act(y[i] + bias[c] + residual[i]) in place over a dense output whose
+// channel index is (i / channel_stride) % channels; bias and residual (dense,
+// y's layout) may be null. Serves convolutions (channel axis) and matrix
+// products (last axis: channel_stride 1).
 enum class Activation : int { none, relu, gelu, gelu_tanh };
 struct BiasActArgs {
   void* y = nullptr;
   const void* bias = nullptr;
+  const void* residual = nullptr;
   int dtype = 0;
   int64_t n = 0, channel_stride = 1, channels = 1, bias_stride = 1;
   Activation act = Activation::none;

@@ -1,4 +1,4 @@
-// cuDNN convolutions (conv2d, conv2d_fused with ReLU and channels-last),
+// cuDNN convolutions (conv2d, conv2d_fused with ReLU, a residual and channels-last),
 // pooling, inference batch norm and cuBLASLt GEMM epilogues (matmul_epilogue,
 // its residual too) against the CPU reference kernels, for f32, f16 and bf16. Skips without a
 // CUDA device.
@@ -66,6 +66,17 @@ TEST(CudaConv, ConvolutionsMatchCpu) {
       EXPECT_TRUE(check_op("conv2d_fused", {&xl, &wl, &b}, fused, "conv2d_fused nhwc relu " + tag, 8.0));
       fused.set("relu", false);
       EXPECT_TRUE(check_op("conv2d_fused", {&xl, &wl}, fused, "conv2d_fused nhwc " + tag, 8.0));
+      // A residual (a ResNet block's skip connection) added before the ReLU, NCHW and NHWC.
+      const std::vector<TensorType> operands = {x.type, w.type};
+      const Dims y = get_op("conv2d").infer(operands, c.attrs)[0].dims;
+      HostTensor r = random_tensor(d, y, rng), rl = random_tensor(d, nhwc(y), rng);
+      fused.set("relu", true);
+      fused.set("channels_last", false);
+      EXPECT_TRUE(check_op("conv2d_fused", {&x, &w, &b, &r}, fused, "conv2d_fused residual relu " + tag, 8.0));
+      fused.set("channels_last", true);
+      EXPECT_TRUE(check_op("conv2d_fused", {&xl, &wl, &b, &rl}, fused, "conv2d_fused nhwc residual relu " + tag, 8.0));
+      fused.set("relu", false);
+      EXPECT_TRUE(check_op("conv2d_fused", {&xl, &wl, &b, &rl}, fused, "conv2d_fused nhwc residual " + tag, 8.0));
     }
   }
 }
