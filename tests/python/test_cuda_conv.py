@@ -352,8 +352,11 @@ def test_resnet_block_residual_fuses_into_the_convolution_on_cpu(stride):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("stride", [1, 2])
 def test_resnet_block_residual_matches_eager(stride, dtype):
+    # A stem convolution first, as in a ResNet: the block's identity is then a channels-last value of the
+    # f16/bf16 chain (an NCHW graph input added to an NHWC result is choose_layout's boundary instead).
     torch.manual_seed(0)
-    model = BasicBlock(8, 16 if stride == 2 else 8, stride).to("cuda", dtype).eval()
+    block = BasicBlock(8, 16 if stride == 2 else 8, stride)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, 1, 1), torch.nn.ReLU(), block).to("cuda", dtype).eval()
     x = torch.randn(2, 8, 10, 9, device="cuda", dtype=dtype)
     assert compile_cuda(model, [x], dtype) == []
     _, text = kernel_ops(model, [x])
