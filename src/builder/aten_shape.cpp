@@ -1,4 +1,5 @@
 // ATen adapters for views, copies, indexing and creation ops.
+#include <algorithm>
 #include <limits>
 
 #include "builder/aten_call.h"
@@ -94,6 +95,34 @@ void register_shape_adapters(AdapterMap& m) {
       if (!(x->type.rank() == 1 && x->type.dims[0] == 0)) cast.push_back(c.b.cast(x, t));  // torch skips empty 1-D
     if (cast.empty()) c.unsupported("cat of only empty tensors");
     return one(cast.size() == 1 ? c.b.op1("contiguous", cast) : c.b.op1("concat", cast, attrs({{"dim", c.int_or("dim", 0)}})));
+  };
+  // slice_scatter: self with src written over one slice along dim (functionalized `x[..., a:b] = src`,
+  // Swin's window masks): the parts of self before and after the slice concatenated around src. Step 1 only.
+  m["aten.slice_scatter.default"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    const int64_t rank = static_cast<int64_t>(x->type.rank());
+    int64_t d = c.int_or("dim", 0);
+    if (d < 0) d += rank;
+    if (d < 0 || d >= rank) c.unsupported("slice_scatter dim out of range");
+    if (c.int_or("step", 1) != 1) c.unsupported("slice_scatter with a step other than 1");
+    const int64_t size = x->type.dims[d];
+    auto bound = [size](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
+    const int64_t start = bound(c.int_or("start", 0)), end = std::max(start, bound(c.int_or("end", size)));
+    Value* src = c.b.cast(c.tensor("src"), x->type.dtype);
+    std::vector<Value*> parts;
+    if (start > 0) parts.push_back(slice(c.b, x, d, 0, start));
+    if (end > start) parts.push_back(src);
+    if (end < size) parts.push_back(slice(c.b, x, d, end, size));
+    if (parts.empty()) return one(c.b.op1("contiguous", {x}));
+    return one(parts.size() == 1 ? c.b.op1("contiguous", parts) : c.b.op1("concat", parts, attrs({{"dim", d}})));
+  };
+  // copy (functionalized `self.copy_(src)`): src broadcast to self's shape in self's dtype; self's values
+  // are not read.
+  m["aten.copy.default"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    Value* src = c.b.cast(c.tensor("src"), x->type.dtype);
+    if (src->type.dims != x->type.dims) src = c.b.op1("expand", {src}, attrs({{"shape", x->type.dims}}));
+    return one(c.b.op1("contiguous", {src}));
   };
   m["aten.split_with_sizes.default"] = [](AtenCall& c) { return split(c, c.ints("split_sizes"), c.int_or("dim", 0)); };
   m["aten.split.Tensor"] = [](AtenCall& c) {

@@ -7,6 +7,17 @@ import torch.nn.functional as F  # noqa: F401 - used by some families
 
 from aten_cases.common import *  # noqa: F401,F403 - the case vocabulary: case, randn, dtypes, ...
 
+def _assign_slices(x):
+    """Swin's shifted-window mask: a zero buffer whose slices get numbered in place, then used."""
+    mask = torch.zeros(6, 6)
+    count = 0
+    for h in (slice(0, -3), slice(-3, -1), slice(-1, None)):
+        for w in (slice(0, -3), slice(-3, -1), slice(-1, None)):
+            mask[h, w] = count
+            count += 1
+    return x + mask
+
+
 # ---- views and reshapes ---------------------------------------------------------
 
 case("view", lambda x: x.view(5, 21) + 1, lambda g: (randn(g, 3, 5, 7),), "aten.view.default")
@@ -52,6 +63,12 @@ case("split_neg_dim", lambda x: [t * 2 for t in x.split(3, dim=-1)], lambda g: (
 case("split_direct", lambda x: tuple(aten.split.Tensor(x, 3, -1)[i] for i in range(3)), lambda g: (randn(g, 3, 7),), "aten.split.Tensor", direct=True)
 case("split_with_sizes", lambda x: [t + 1 for t in torch.split(x, [1, 4, 2], dim=-1)], lambda g: (randn(g, 3, 5, 7),), "aten.split_with_sizes.default")
 case("split_with_sizes_i64", lambda x: [t * 2 for t in torch.split(x, [2, 3], dim=0)], lambda g: (randint(g, 5, 4),), "aten.split_with_sizes.default")
+case("slice_scatter_middle", lambda x, s: aten.slice_scatter.default(x, s, 1, 2, 5), lambda g: (randn(g, 3, 7), randn(g, 3, 3)), "aten.slice_scatter.default", direct=True)
+case("slice_scatter_negative_end_i64", lambda x, s: aten.slice_scatter.default(x, s, -1, 0, -2), lambda g: (randint(g, 2, 3, 6), randint(g, 2, 3, 4)), "aten.slice_scatter.default", direct=True)
+case("slice_scatter_whole_f16", lambda x, s: aten.slice_scatter.default(x, s, 0), lambda g: (randn(g, 4, 5, dtype=f16), transposed(randn(g, 4, 5, dtype=f16))), "aten.slice_scatter.default", direct=True)
+case("slice_assignment", lambda x: _assign_slices(x), lambda g: (randn(g, 6, 6),), ("aten.slice_scatter.default",))
+case("copy_broadcast", lambda x, s: aten.copy.default(x, s), lambda g: (randn(g, 3, 5), randn(g, 5)), "aten.copy.default", direct=True)
+case("copy_cast_i32", lambda x, s: aten.copy.default(x, s), lambda g: (randint(g, 4, 2, dtype=i32), randn(g, 4, 2)), "aten.copy.default", direct=True)
 case("unbind", lambda x: [t + 1 for t in torch.unbind(x, 1)], lambda g: (randn(g, 3, 4, 5),), ("aten.slice.Tensor", "aten.squeeze.dims"))
 case("unbind_direct", lambda x: tuple(aten.unbind.int(x, -1)[i] for i in range(4)), lambda g: (randn(g, 3, 4),), "aten.unbind.int", direct=True)
 case("pad_2d", lambda x: F.pad(x, (1, 2, 0, 3), value=0.5), lambda g: (randn(g, 3, 5, 7),), "aten.constant_pad_nd.default")
