@@ -18,6 +18,8 @@ import torch
 import torch.fx as fx
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from kiln.fx_rewrites import replace_with_call
+
 _TRACED_CONSTANT = re.compile(r"_tensor_constant\d+")
 
 
@@ -30,13 +32,14 @@ def _inlinable_constant(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor | Non
     return value if value.dim() == 0 or value.numel() == 0 else None
 
 
-def _literal_call(graph: fx.Graph, value: torch.Tensor) -> fx.Node:
+def _literal_call(value: torch.Tensor) -> tuple:
+    """The ATen call (target, args, kwargs) that creates `value`."""
     kwargs = {"dtype": value.dtype, "device": value.device}
     if value.numel() == 0:
-        return graph.call_function(torch.ops.aten.full.default, (list(value.shape), 0), kwargs)
+        return torch.ops.aten.full.default, (list(value.shape), 0), kwargs
     with unset_fake_temporarily():  # compile runs under Dynamo's fake mode; the constant is real
         number = value.item()
-    return graph.call_function(torch.ops.aten.scalar_tensor.default, (number,), kwargs)
+    return torch.ops.aten.scalar_tensor.default, (number,), kwargs
 
 
 def inline_small_constants(gm: fx.GraphModule) -> int:
@@ -44,14 +47,9 @@ def inline_small_constants(gm: fx.GraphModule) -> int:
     count = 0
     for node in list(gm.graph.nodes):
         value = _inlinable_constant(gm, node)
-        if value is None:
-            continue
-        with gm.graph.inserting_before(node):
-            literal = _literal_call(gm.graph, value)
-        literal.meta = dict(node.meta)
-        node.replace_all_uses_with(literal)
-        gm.graph.erase_node(node)
-        count += 1
+        if value is not None:
+            replace_with_call(gm, node, *_literal_call(value))
+            count += 1
     if count:
         gm.recompile()
     return count

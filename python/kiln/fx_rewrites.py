@@ -31,16 +31,21 @@ def _as_strided_is_view(node: fx.Node) -> bool:
     return all(s == c for n, s, c in zip(size, stride, contiguous_strides(size)) if n > 1)
 
 
+def replace_with_call(gm: fx.GraphModule, node: fx.Node, target, args: tuple, kwargs: dict | None = None) -> None:
+    """Replaces `node` of `gm` by a call of `target` that keeps its metadata (the caller recompiles)."""
+    with gm.graph.inserting_before(node):
+        call = gm.graph.call_function(target, args, kwargs or {})
+    call.meta = dict(node.meta)
+    node.replace_all_uses_with(call)
+    gm.graph.erase_node(node)
+
+
 def rewrite_as_strided_views(gm: fx.GraphModule) -> int:
     """Replaces every as_strided call of `gm` that is a view; returns how many."""
     count = 0
     for node in list(gm.graph.nodes):
         if node.op == "call_function" and node.target is torch.ops.aten.as_strided.default and _as_strided_is_view(node):
-            with gm.graph.inserting_before(node):
-                view = gm.graph.call_function(torch.ops.aten.view.default, (node.args[0], list(node.args[1])))
-            view.meta = dict(node.meta)
-            node.replace_all_uses_with(view)
-            gm.graph.erase_node(node)
+            replace_with_call(gm, node, torch.ops.aten.view.default, (node.args[0], list(node.args[1])))
             count += 1
     if count:
         gm.recompile()

@@ -26,6 +26,20 @@ def assert_close(actual, expected, dtype=None, **overrides):
     torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
 
 
+def compile_and_report(fn, *inputs):
+    """`fn(*inputs)` compiled by kiln under no_grad, and the kiln.report.Report of its graphs."""
+    import functools
+
+    import kiln
+    from kiln.dynamo_backend import kiln_backend
+
+    reports = []
+    compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=reports))
+    with torch.no_grad():
+        got = compiled(*inputs)
+    return got, kiln.report.Report(reports)
+
+
 def cuda_available() -> bool:
     """A GPU torch can use and a kiln build with its CUDA backend."""
     from kiln import _kiln

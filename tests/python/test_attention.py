@@ -21,7 +21,7 @@ import kiln
 from kiln import _kiln
 from kiln.dynamo_backend import kiln_backend
 
-from conftest import assert_close, cuda_available
+from conftest import assert_close, compile_and_report, cuda_available
 
 aten = torch.ops.aten
 f16, bf16, f32 = torch.float16, torch.bfloat16, torch.float32
@@ -36,13 +36,6 @@ def _qkv(b, h, sq, sk, e, dtype, device="cpu", hk=None, ev=None, seed=0):
     v = torch.randn(b, hk or h, sk, ev or e, generator=g)
     return [t.to(device, dtype) for t in (q, k, v)]
 
-
-def _compile_and_report(fn, inputs):
-    reports = []
-    compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=reports))
-    with torch.no_grad():
-        got = compiled(*inputs)
-    return got, kiln.report.Report(reports)
 
 
 def _kiln_ops(report):
@@ -95,7 +88,7 @@ def test_sdpa_forms_fuse_on_cpu(form, dtype):
     inputs = _form_inputs(kind, dtype)
     with torch.no_grad():
         expected = fn(*inputs)
-    got, report = _compile_and_report(fn, inputs)
+    got, report = compile_and_report(fn, *inputs)
     assert_close(got, expected, dtype, **TOL[dtype])
     _check_fused(report)
 
@@ -107,7 +100,7 @@ def test_fully_masked_rows_give_zeros_like_eager():
     fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
     with torch.no_grad():
         expected = fn(q, k, v, mask)
-    got, report = _compile_and_report(fn, [q, k, v, mask])
+    got, report = compile_and_report(fn, q, k, v, mask)
     assert_close(got, expected, f32)
     assert torch.equal(got[:, :, 2], torch.zeros_like(got[:, :, 2]))
     _check_fused(report)
@@ -118,7 +111,7 @@ def test_plain_softmax_attention_fuses_with_its_scale():
     q, k, v = _qkv(2, 3, 5, 7, 8, f32, ev=4)
     with torch.no_grad():
         expected = fn(q, k, v)
-    got, report = _compile_and_report(fn, [q, k, v])
+    got, report = compile_and_report(fn, q, k, v)
     assert_close(got, expected, f32)
     _check_fused(report)
 
@@ -132,7 +125,7 @@ def test_attention_weights_used_elsewhere_are_not_fused():
     q, k, v = _qkv(1, 2, 5, 7, 8, f32)
     with torch.no_grad():
         expected = fn(q, k, v)
-    got, report = _compile_and_report(fn, [q, k, v])
+    got, report = compile_and_report(fn, q, k, v)
     assert_close(got, expected, f32)
     assert "attention" not in _kiln_ops(report)
 
@@ -227,7 +220,7 @@ def test_gqa_through_the_composite_overload():
 def _run_block(model, inputs, dtype=f32):
     with torch.no_grad():
         expected = model(*inputs)
-    got, report = _compile_and_report(model, inputs)
+    got, report = compile_and_report(model, *inputs)
     if hasattr(expected, "last_hidden_state"):
         expected, got = expected.last_hidden_state, got.last_hidden_state
     assert_close(got, expected, dtype, **TOL[dtype])
@@ -297,7 +290,7 @@ def test_constant_causal_masks_become_causal(mask_kind):
     inputs = _qkv(2, 3, 20 if mask_kind == "shifted" else 33, 33, 16, f32)
     with torch.no_grad():
         expected = fn(*inputs)
-    got, report = _compile_and_report(fn, inputs)
+    got, report = compile_and_report(fn, *inputs)
     assert_close(got, expected, f32, **TOL[f32])
     assert not report.fallbacks, str(report)
     causal = any("causal=true" in t for t in _graph_texts(report))
@@ -405,7 +398,7 @@ def test_cuda_flash_attention(seq, head_dim, dtype):
     inputs = _qkv(2, 4, seq, seq, head_dim, dtype, device="cuda")
     with torch.no_grad():
         expected = fn(*inputs)
-    got, report = _compile_and_report(fn, inputs)
+    got, report = compile_and_report(fn, *inputs)
     assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
     assert _kiln_ops(report).get("attention") == 1, str(report)
@@ -419,7 +412,7 @@ def test_cuda_sdpa_forms(form, dtype):
     inputs = [t.cuda() for t in _form_inputs(kind, dtype)]
     with torch.no_grad():
         expected = fn(*inputs)
-    got, report = _compile_and_report(fn, inputs)
+    got, report = compile_and_report(fn, *inputs)
     assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
     assert _kiln_ops(report).get("attention") == 1, str(report)
@@ -434,7 +427,7 @@ def test_cuda_gqa_masked_long_keys(dtype):
     m = torch.randn(2, 1, 70, 300, device="cuda", dtype=dtype)
     with torch.no_grad():
         expected = fn(q, k, v, m)
-    got, report = _compile_and_report(fn, [q, k, v, m])
+    got, report = compile_and_report(fn, q, k, v, m)
     assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
 
@@ -451,7 +444,7 @@ def test_cuda_attention_writes_merged_heads(seq, dtype):
     inputs = _qkv(2, 4, seq, seq, 64, dtype, device="cuda")
     with torch.no_grad():
         expected = fn(*inputs)
-    got, report = _compile_and_report(fn, inputs)
+    got, report = compile_and_report(fn, *inputs)
     assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
     texts = _graph_texts(report)

@@ -5,15 +5,10 @@ with eager, on CPU and (with a GPU) on CUDA, with nothing left to PyTorch."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 import torch
 
-import kiln
-from kiln.dynamo_backend import kiln_backend
-
-from conftest import assert_close, cuda_available
+from conftest import assert_close, compile_and_report, cuda_available
 
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
 DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
@@ -26,13 +21,6 @@ def _specials(dtype, device):
     values = [float("inf"), float("-inf"), float("nan"), finfo.max, -finfo.max, finfo.tiny, 0.0, -0.0, 1.5, -3.0]
     return torch.tensor(values, dtype=dtype, device=device).repeat(3, 1)
 
-
-def _compile_and_report(fn, *inputs):
-    reports = []
-    compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=reports))
-    with torch.no_grad():
-        got = compiled(*inputs)
-    return got, kiln.report.Report(reports)
 
 
 def _check_lowered(report, *targets):
@@ -47,7 +35,7 @@ def _check_lowered(report, *targets):
 def test_special_value_tests_match_eager(op, dtype, device):
     fn = getattr(torch, op)
     x = _specials(dtype, device)
-    got, report = _compile_and_report(lambda t: fn(t), x)
+    got, report = compile_and_report(lambda t: fn(t), x)
     assert_close(got, fn(x))
     _check_lowered(report, *([] if op == "isfinite" else [f"aten.{op}.default"]))  # Dynamo decomposes isfinite
 
@@ -56,7 +44,7 @@ def test_special_value_tests_match_eager(op, dtype, device):
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
 def test_integers_have_no_special_values(dtype, device):
     x = torch.tensor([[0, 1, 1], [1, 0, 1]], device=device).to(dtype)
-    got, report = _compile_and_report(lambda t: (torch.isinf(t), torch.isnan(t), torch.isfinite(t)), x)
+    got, report = compile_and_report(lambda t: (torch.isinf(t), torch.isnan(t), torch.isfinite(t)), x)
     assert_close(got, (torch.isinf(x), torch.isnan(x), torch.isfinite(x)))
     _check_lowered(report)
 
@@ -73,6 +61,6 @@ def test_t5_fp16_clamp_matches_eager(with_inf, device):
     h = torch.randn(2, 5, 8, dtype=torch.float16, device=device) * 100
     if with_inf:
         h[0, 1, 2], h[1, 3, 4] = float("inf"), float("-inf")
-    got, report = _compile_and_report(_t5_clamp, h)
+    got, report = compile_and_report(_t5_clamp, h)
     assert_close(got, _t5_clamp(h))
     _check_lowered(report, "aten.isinf.default")

@@ -16,19 +16,12 @@ import torch
 import kiln
 from kiln.dynamo_backend import kiln_backend
 
-from conftest import assert_close, cuda_available
+from conftest import assert_close, compile_and_report, cuda_available
 
 aten = torch.ops.aten
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
 DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
-
-def _compile_and_report(fn, *inputs):
-    reports = []
-    compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=reports))
-    with torch.no_grad():
-        got = compiled(*inputs)
-    return got, kiln.report.Report(reports)
 
 
 def _check_lowered(report, target):
@@ -45,7 +38,7 @@ def _check_lowered(report, target):
 def test_softmax_half_to_float(log, dim, device):
     x = torch.randn(3, 5, 7, device=device).half()
     op = aten._log_softmax if log else aten._softmax
-    got, report = _compile_and_report(lambda t: op(t, dim, True), x)
+    got, report = compile_and_report(lambda t: op(t, dim, True), x)
     # ATen's CPU kernel refuses half_to_float; its meaning is the f32 softmax of the f16 input.
     reference = (torch.log_softmax if log else torch.softmax)(x.float(), dim)
     assert_close(got, reference)
@@ -78,7 +71,7 @@ def test_batch_norm_of_permuted_input(dtype, device):
     def fn(t):
         return bn(t.permute(0, 3, 1, 2))
 
-    got, report = _compile_and_report(fn, x)
+    got, report = compile_and_report(fn, x)
     with torch.no_grad():
         assert_close(got, fn(x))
     _check_lowered(report, "aten._native_batch_norm_legit_no_training.default")
@@ -107,7 +100,7 @@ def test_batch_norm_of_channels_last_input_sees_weight_updates(device):
 def test_cumsum(dim, dtype, device):
     g = torch.Generator().manual_seed(dim + 5)
     x = torch.randint(-4, 5, (6, 9, 5), generator=g).to(device, dtype).transpose(0, 2)  # strided
-    got, report = _compile_and_report(lambda t: torch.cumsum(t, dim), x)
+    got, report = compile_and_report(lambda t: torch.cumsum(t, dim), x)
     assert_close(got, torch.cumsum(x, dim))
     _check_lowered(report, "aten.cumsum.default")
 
@@ -122,6 +115,6 @@ def test_cumsum_position_ids(device):
         mask = input_ids.ne(padding_idx).int()
         return (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + padding_idx
 
-    got, report = _compile_and_report(position_ids, ids)
+    got, report = compile_and_report(position_ids, ids)
     assert_close(got, position_ids(ids))
     _check_lowered(report, "aten.cumsum.default")
