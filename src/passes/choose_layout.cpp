@@ -3,9 +3,11 @@
 //
 // A chain is every f16/bf16 conv2d (or conv2d_fused) of a 4-D input with a
 // constant weight, plus what lies between convolutions: pooling ops, and
-// elementwise ops and casts whose 4-D inputs all come from the chain (0-d
-// inputs are fine; broadcasting between two chain values is too, since both
-// are NHWC). Chain nodes are rebuilt with channels_last=true (convolutions
+// elementwise ops and casts whose 4-D inputs all come from the chain or enter
+// it (0-d inputs are fine; broadcasting between two chain values is too,
+// since both are NHWC). A value entering the chain is an NCHW input of an
+// earlier chain convolution or pool: an op that reads it too (a block's
+// identity added to its last convolution) reads the same NHWC conversion. Chain nodes are rebuilt with channels_last=true (convolutions
 // become conv2d_fused), so their tensors are N, H, W, C in the IR. Conversions
 // appear only at the boundaries: contiguous(permute(x, [0,2,3,1])) where an
 // NCHW value enters, contiguous(permute(y, [0,3,1,2])) where a chain value is
@@ -44,17 +46,19 @@ bool conv_candidate(const Node& n, const WeightExprs& exprs) {
   return (d == DType::f16 || d == DType::bf16) && n.inputs[0]->type.rank() == 4 && exprs.is_constant(n.inputs[1]);
 }
 
-bool joins(const Node& n, const std::unordered_set<const Value*>& chain_values) {
+// `chain_values`: outputs of chain nodes; `entering`: NCHW values a chain node converts to NHWC.
+bool joins(const Node& n, const std::unordered_set<const Value*>& chain_values,
+           const std::unordered_set<const Value*>& entering) {
   if (is_pool(n)) return !channels_last(n) && chain_values.count(n.inputs[0]) != 0;
   if (!n.op->has(kElementwise) && n.op->name != "cast") return false;
   if (n.outputs[0]->type.rank() != 4) return false;
-  bool any = false;
+  bool any_from_chain = false;
   for (const Value* v : n.inputs) {
-    if (v->type.rank() == 0) continue;
+    if (v->type.rank() == 0 || (v->type.rank() == 4 && entering.count(v) != 0)) continue;
     if (v->type.rank() != 4 || chain_values.count(v) == 0) return false;
-    any = true;
+    any_from_chain = true;
   }
-  return any;
+  return any_from_chain;
 }
 
 // contiguous(permute(v, dims)), inserted before `before`.
@@ -69,11 +73,13 @@ bool choose_layout(Graph& graph) {
   const WeightExprs exprs = find_weight_exprs(graph);
   const std::vector<Node*> order = graph.nodes();
   std::unordered_set<const Node*> chain;
-  std::unordered_set<const Value*> chain_values;
+  std::unordered_set<const Value*> chain_values, entering;
   for (const Node* n : order) {
-    if (!conv_candidate(*n, exprs) && !joins(*n, chain_values)) continue;
+    const bool conv = conv_candidate(*n, exprs);
+    if (!conv && !joins(*n, chain_values, entering)) continue;
     chain.insert(n);
     for (const Value* v : n->outputs) chain_values.insert(v);
+    if (conv && chain_values.count(n->inputs[0]) == 0) entering.insert(n->inputs[0]);
   }
   if (chain.empty()) return false;
 
@@ -87,7 +93,7 @@ bool choose_layout(Graph& graph) {
       auto it = nhwc.find(v);
       if (it != nhwc.end()) {
         inputs.push_back(it->second);
-      } else if ((is_conv(*n) && i < 2) || (is_pool(*n) && i == 0)) {  // input or weight entering the chain
+      } else if ((is_conv(*n) && i < 2) || (is_pool(*n) && i == 0) || entering.count(v) != 0) {  // entering the chain
         Value* converted = relayout(graph, v, {0, 2, 3, 1}, n);
         nhwc[v] = converted;
         inputs.push_back(converted);

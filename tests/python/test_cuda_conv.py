@@ -65,7 +65,7 @@ def run_cpu(graph, inputs, weights):
     return outs, exe._native.graph_text()
 
 
-@pytest.mark.parametrize("case", ["residual_block", "boundaries"])
+@pytest.mark.parametrize("case", ["residual_block", "boundaries", "identity_input"])
 def test_choose_layout_keeps_cpu_results(case):
     text = (IR_DIR / "choose_layout" / f"{case}.before.txt").read_text()
     plain = kiln.Graph.parse(text)
@@ -351,12 +351,16 @@ def test_resnet_block_residual_fuses_into_the_convolution_on_cpu(stride):
 @needs_cuda
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("stride", [1, 2])
-def test_resnet_block_residual_matches_eager(stride, dtype):
-    # A stem convolution first, as in a ResNet: the block's identity is then a channels-last value of the
-    # f16/bf16 chain (an NCHW graph input added to an NHWC result is choose_layout's boundary instead).
+@pytest.mark.parametrize("stem", [False, True], ids=["block", "stem_and_block"])
+def test_resnet_block_residual_matches_eager(stem, stride, dtype):
+    # With a stem convolution first (as in a ResNet) the block's identity is a channels-last value of the
+    # f16/bf16 chain; without, it is the graph's NCHW input, which the chain reads through the conversion
+    # it makes for the first convolution (choose_layout's entering values).
     torch.manual_seed(0)
-    block = BasicBlock(8, 16 if stride == 2 else 8, stride)
-    model = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, 1, 1), torch.nn.ReLU(), block).to("cuda", dtype).eval()
+    model = BasicBlock(8, 16 if stride == 2 else 8, stride)
+    if stem:
+        model = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, 1, 1), torch.nn.ReLU(), model)
+    model = model.to("cuda", dtype).eval()
     x = torch.randn(2, 8, 10, 9, device="cuda", dtype=dtype)
     assert compile_cuda(model, [x], dtype) == []
     _, text = kernel_ops(model, [x])
