@@ -101,6 +101,22 @@ void register_nn_adapters(AdapterMap& m) {
     Value* out = c.b.op1("layer_norm", ins, attrs({{"normalized_rank", rank}, {"eps", c.number_or("eps", 1e-5)}}));
     return std::vector<Value*>{out, nullptr, nullptr};
   };
+  // native_group_norm (output 0 only): each group of C/G channels, with all their positions, is one row of a
+  // layer norm over x viewed as [N, G, C/G * HxW]; then the per-channel affine, broadcast over dim 1.
+  m["aten.native_group_norm.default"] = [](AtenCall& c) {
+    Value* x = c.tensor("input");
+    const int64_t n = c.int_("N"), channels = c.int_("C"), hw = c.int_("HxW"), groups = c.int_("group");
+    if (x->type.rank() < 2 || groups <= 0 || channels % groups != 0)
+      c.unsupported("group_norm needs [N, C, ...] with C divisible by the groups");
+    Value* rows = c.b.reshape(x, {n, groups, channels / groups * hw});
+    Value* y = c.b.op1("layer_norm", {rows}, attrs({{"normalized_rank", int64_t{1}}, {"eps", c.number_or("eps", 1e-5)}}));
+    y = c.b.reshape(y, x->type.dims);
+    Dims per_channel(x->type.rank(), 1);
+    per_channel[1] = channels;
+    if (Value* w = c.opt_tensor("weight")) y = c.b.elementwise("mul", {y, c.b.reshape(w, per_channel)});
+    if (Value* b = c.opt_tensor("bias")) y = c.b.elementwise("add", {y, c.b.reshape(b, per_channel)});
+    return std::vector<Value*>{y, nullptr, nullptr};
+  };
   m["aten._softmax.default"] = [](AtenCall& c) { return softmax(c, "softmax"); };
   m["aten.softmax.int"] = m["aten._softmax.default"];
   m["aten._log_softmax.default"] = [](AtenCall& c) { return softmax(c, "log_softmax"); };

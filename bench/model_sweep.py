@@ -1,0 +1,114 @@
+"""Image models through backend="kiln", wider than the zoo (tests/python/zoo/):
+every torchvision classification model, or 30 timm models across the families
+issue 7 names (ViT, DeiT, ConvNeXt, EfficientNet, RegNet, Swin, MobileNetV3:
+their variants with RoPE, registers, RMSNorm, GRN, group norm, CondConv,
+EvoNorm). One JSON line per model: the difference from eager, the output's
+scale, what fell back. For docs/models.md.
+
+    python bench/model_sweep.py torchvision|timm [--device cpu] [--skip a,b] [--out sweep.jsonl]
+
+Random weights, batch 1, 64x64 images unless a model needs its own size. A
+model that fails to build or compile is recorded with its error and the sweep
+goes on."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+
+import torch
+
+from kiln.dynamo_backend import kiln_backend
+
+# timm models and their input side (ViT-style models get img_size=side).
+TIMM = {
+    "vit_tiny_patch16_224": 64, "vit_small_patch16_224": 64, "vit_base_patch16_rope_224": 64,
+    "vit_base_patch16_siglip_224": 64, "vit_small_patch14_reg4_dinov2": 70, "vit_base_patch16_clip_quickgelu_224": 64,
+    "vit_small_patch16_dinov3": 64, "deit_tiny_patch16_224": 64, "deit_tiny_distilled_patch16_224": 64,
+    "convnext_atto": 64, "convnext_atto_rms": 64, "convnextv2_atto": 64, "convnext_zepto_rms": 64,
+    "efficientnet_b0": 64, "efficientnet_b0_gn": 64, "efficientnet_lite0": 64, "efficientnetv2_rw_t": 64,
+    "efficientnet_cc_b0_4e": 64, "efficientnet_b0_g16_evos": 64, "regnetx_002": 64, "regnety_002": 64,
+    "regnetz_005": 64, "regnetv_040": 64, "swin_tiny_patch4_window7_224": 224, "swinv2_tiny_window8_256": 256,
+    "swinv2_cr_tiny_224": 224, "swin_s3_tiny_224": 224, "mobilenetv3_small_050": 64, "mobilenetv3_rw": 64,
+    "mobilenetv3_large_150d": 64,
+}
+
+
+def build_timm(name: str):
+    import timm
+
+    side = TIMM[name]
+    kwargs = {"img_size": side} if name.startswith(("vit_", "deit_")) else {}
+    return timm.create_model(name, pretrained=False, **kwargs).eval(), side
+
+
+def build_torchvision(name: str):
+    """The model and its input side."""
+    import torchvision
+
+    kwargs, side = {}, 64
+    if name.startswith("vit_"):
+        kwargs = {"image_size": 64}
+    if name in ("inception_v3", "googlenet"):
+        kwargs = {"aux_logits": False, "init_weights": False}
+        side = 75 if name == "inception_v3" else side
+    if name.startswith("maxvit"):
+        side = 224
+    return torchvision.models.get_model(name, weights=None, **kwargs).eval(), side
+
+
+def names(source: str) -> list[str]:
+    if source == "timm":
+        return list(TIMM)
+    import torchvision
+
+    return torchvision.models.list_models(module=torchvision.models)
+
+
+def sweep_one(source: str, name: str, device: str) -> dict:
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    try:
+        model, side = (build_timm if source == "timm" else build_torchvision)(name)
+        model = model.to(device)
+        x = torch.randn(1, 3, side, side, device=device)
+        reports = []
+        compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+        with torch.no_grad():
+            want = model(x)
+            start = time.perf_counter()
+            got = compiled(x)
+            seconds = time.perf_counter() - start
+        fallbacks = {}
+        for report in reports:
+            for d in report.fallbacks:
+                fallbacks.setdefault(d.target, d.reason)
+        return {"name": name, "diff": (got - want).abs().max().item(), "scale": want.abs().max().item(),
+                "fallbacks": fallbacks, "seconds": round(seconds, 1)}
+    except Exception as e:  # noqa: BLE001 - one model's failure is a result, not the end of the sweep
+        return {"name": name, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("source", choices=["torchvision", "timm"])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--skip", default="", help="comma-separated model names to leave out")
+    parser.add_argument("--out", default="model_sweep.jsonl")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    with open(args.out, "a") as out:
+        for name in names(args.source):
+            if name in skip:
+                continue
+            record = sweep_one(args.source, name, args.device)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            print(name, record.get("error") or (f"{record['diff']:.3g} of {record['scale']:.3g}",
+                                               sorted(record["fallbacks"])), flush=True)
+
+
+if __name__ == "__main__":
+    main()
