@@ -1,15 +1,16 @@
-"""Image models through backend="kiln", wider than the zoo (tests/python/zoo/):
-every torchvision classification model, or 30 timm models across the families
+"""Models through backend="kiln", wider than the zoo (tests/python/zoo/):
+every torchvision classification model; 30 timm models across the families
 issue 7 names (ViT, DeiT, ConvNeXt, EfficientNet, RegNet, Swin, MobileNetV3:
 their variants with RoPE, registers, RMSNorm, GRN, group norm, CondConv,
-EvoNorm). One JSON line per model: the difference from eager, the output's
-scale, what fell back. For docs/models.md.
+EvoNorm); or 14 transformers architectures beyond the zoo's (small configs).
+One JSON line per model: the difference from eager, the output's scale, what
+fell back. For docs/models.md.
 
-    python bench/model_sweep.py torchvision|timm [--device cpu] [--skip a,b] [--out sweep.jsonl]
+    python bench/model_sweep.py torchvision|timm|transformers [--device cpu] [--skip a,b] [--out f.jsonl]
 
-Random weights, batch 1, 64x64 images unless a model needs its own size. A
-model that fails to build or compile is recorded with its error and the sweep
-goes on."""
+Random weights; images batch 1 at 64x64 unless a model needs its own size;
+text batch 2 of 16 tokens. A model that fails to build or compile is recorded
+with its error and the sweep goes on."""
 
 from __future__ import annotations
 
@@ -34,6 +35,44 @@ TIMM = {
     "swinv2_cr_tiny_224": 224, "swin_s3_tiny_224": 224, "mobilenetv3_small_050": 64, "mobilenetv3_rw": 64,
     "mobilenetv3_large_150d": 64,
 }
+
+
+def _text_configs() -> dict:
+    """transformers architecture -> (model class, config): 2 layers, hidden size 64, 4 heads."""
+    import transformers as t
+
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=128,
+                 max_position_embeddings=64)
+    gqa = dict(small, num_key_value_heads=2, head_dim=16)
+    return {
+        "gemma": (t.GemmaModel, t.GemmaConfig(**gqa)),
+        "gemma2": (t.Gemma2Model, t.Gemma2Config(**gqa)),
+        "phi3": (t.Phi3Model, t.Phi3Config(**dict(small, num_key_value_heads=2, pad_token_id=0))),
+        "phi": (t.PhiModel, t.PhiConfig(**small)),
+        "opt": (t.OPTModel, t.OPTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
+                                        vocab_size=128, max_position_embeddings=64, word_embed_proj_dim=64)),
+        "gpt_neox": (t.GPTNeoXModel, t.GPTNeoXConfig(**small)),
+        "falcon": (t.FalconModel, t.FalconConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                 vocab_size=128)),
+        "electra": (t.ElectraModel, t.ElectraConfig(**dict(small, embedding_size=32))),
+        "clip_text": (t.CLIPTextModel, t.CLIPTextConfig(**small)),
+        "qwen3": (t.Qwen3Model, t.Qwen3Config(**gqa)),
+        "mpnet": (t.MPNetModel, t.MPNetConfig(**small)),
+        "xlm_roberta": (t.XLMRobertaModel, t.XLMRobertaConfig(**small)),
+        "bart_encoder": (lambda cfg: t.BartModel(cfg).get_encoder(),
+                         t.BartConfig(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                      decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                                      vocab_size=128, max_position_embeddings=64)),
+        "vit_hf": (t.ViTModel, t.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                          intermediate_size=128, image_size=32, patch_size=8)),
+    }
+
+
+def build_transformers(name: str):
+    """The model and its input (token ids, or an image for vit_hf); outputs compare by last_hidden_state."""
+    model_class, config = _text_configs()[name]
+    x = torch.randn(1, 3, 32, 32) if name == "vit_hf" else torch.randint(1, 128, (2, 16))
+    return model_class(config).eval(), x
 
 
 def build_timm(name: str):
@@ -62,6 +101,8 @@ def build_torchvision(name: str):
 def names(source: str) -> list[str]:
     if source == "timm":
         return list(TIMM)
+    if source == "transformers":
+        return list(_text_configs())
     import torchvision
 
     return torchvision.models.list_models(module=torchvision.models)
@@ -71,9 +112,12 @@ def sweep_one(source: str, name: str, device: str) -> dict:
     torch._dynamo.reset()
     torch.manual_seed(0)
     try:
-        model, side = (build_timm if source == "timm" else build_torchvision)(name)
-        model = model.to(device)
-        x = torch.randn(1, 3, side, side, device=device)
+        if source == "transformers":
+            model, x = build_transformers(name)
+        else:
+            model, side = (build_timm if source == "timm" else build_torchvision)(name)
+            x = torch.randn(1, 3, side, side)
+        model, x = model.to(device), x.to(device)
         reports = []
         compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
         with torch.no_grad():
@@ -81,6 +125,8 @@ def sweep_one(source: str, name: str, device: str) -> dict:
             start = time.perf_counter()
             got = compiled(x)
             seconds = time.perf_counter() - start
+        if source == "transformers":
+            want, got = want.last_hidden_state, got.last_hidden_state
         fallbacks = {}
         for report in reports:
             for d in report.fallbacks:
@@ -93,7 +139,7 @@ def sweep_one(source: str, name: str, device: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", choices=["torchvision", "timm"])
+    parser.add_argument("source", choices=["torchvision", "timm", "transformers"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--skip", default="", help="comma-separated model names to leave out")
     parser.add_argument("--out", default="model_sweep.jsonl")

@@ -25,11 +25,18 @@ Value* AtenCall::tensor(std::string_view name) const {
 
 Value* AtenCall::opt_tensor(std::string_view name) const { return has(name) ? tensor(name) : nullptr; }
 
-std::vector<Value*> AtenCall::tensors(std::string_view name) const {
+std::vector<Value*> AtenCall::opt_tensors(std::string_view name) const {
   const AtenArg* a = find(name);
   if (a == nullptr || !std::holds_alternative<std::vector<Value*>>(*a))
     unsupported(str_cat("argument '", name, "' is not a list of tensors"));
   return std::get<std::vector<Value*>>(*a);
+}
+
+std::vector<Value*> AtenCall::tensors(std::string_view name) const {
+  std::vector<Value*> values = opt_tensors(name);
+  for (const Value* v : values)
+    if (v == nullptr) unsupported(str_cat("argument '", name, "' has a None element"));
+  return values;
 }
 
 Operand AtenCall::operand(std::string_view name) const {

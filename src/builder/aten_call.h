@@ -30,7 +30,8 @@ class AtenCall {
   bool has(std::string_view name) const;  // present and not None
   Value* tensor(std::string_view name) const;
   Value* opt_tensor(std::string_view name) const;  // nullptr when absent/None
-  std::vector<Value*> tensors(std::string_view name) const;
+  std::vector<Value*> tensors(std::string_view name) const;      // no None element
+  std::vector<Value*> opt_tensors(std::string_view name) const;  // None elements are nullptr (Tensor?[])
   Operand operand(std::string_view name) const;  // tensor or number
   int64_t int_(std::string_view name) const;
   int64_t int_or(std::string_view name, int64_t fallback) const;

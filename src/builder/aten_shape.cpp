@@ -157,14 +157,29 @@ void register_shape_adapters(AdapterMap& m) {
   m["aten.index_select.default"] = [](AtenCall& c) {
     return one(c.b.op1("index_select", {c.tensor("self"), c.tensor("index")}, attrs({{"dim", c.int_("dim")}})));
   };
-  // x[i0, ..., ik-1]: k integer index tensors (broadcast together) for x's first k dims, no None or bool masks.
-  // One flat row index into x viewed as [rows, rest...], an index_select, and a reshape.
+  // x[:, ..., :, i0, ..., ik-1]: k integer index tensors (broadcast together) for k adjacent dims of x after
+  // any number of leading full slices (None); no bool masks. The indexed dims are moved first, one flat row
+  // index picks rows of x viewed as [rows, rest...] (index_select), and the result's index dims are moved
+  // back behind the leading ones, where ATen puts them.
   m["aten.index.Tensor"] = [](AtenCall& c) {
     Value* x = c.tensor("self");
-    std::vector<Value*> indices = c.tensors("indices");
-    if (indices.empty() || indices.size() > x->type.rank())
-      c.unsupported("index with " + std::to_string(indices.size()) + " index tensors for a rank-" +
-                    std::to_string(x->type.rank()) + " tensor");
+    std::vector<Value*> indices = c.opt_tensors("indices");
+    size_t lead = 0;
+    while (lead < indices.size() && indices[lead] == nullptr) ++lead;
+    indices.erase(indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(lead));
+    const size_t rank = x->type.rank();
+    if (indices.empty() || lead + indices.size() > rank)
+      c.unsupported(str_cat("index with ", indices.size(), " index tensors after ", lead, " full slices for a rank-",
+                            rank, " tensor"));
+    for (const Value* i : indices)
+      if (i == nullptr) c.unsupported("index with a full slice (None) between index tensors");
+    if (lead > 0) {  // the indexed dims first
+      std::vector<int64_t> order;
+      for (size_t d = 0; d < indices.size(); ++d) order.push_back(static_cast<int64_t>(lead + d));
+      for (size_t d = 0; d < rank; ++d)
+        if (d < lead || d >= lead + indices.size()) order.push_back(static_cast<int64_t>(d));
+      x = c.b.permute(x, order);
+    }
     Value* flat = nullptr;
     int64_t rows = 1;
     for (size_t d = 0; d < indices.size(); ++d) {
@@ -184,7 +199,14 @@ void register_shape_adapters(AdapterMap& m) {
     out_dims.insert(out_dims.end(), rest.begin(), rest.end());
     Value* picked = c.b.op1("index_select", {c.b.reshape(x, table), c.b.reshape(flat, {flat->type.numel()})},
                             attrs({{"dim", int64_t{0}}}));
-    return one(c.b.reshape(picked, out_dims));
+    Value* out = c.b.reshape(picked, out_dims);
+    if (lead == 0) return one(out);
+    const size_t index_rank = flat->type.rank();  // the leading dims back in front of the index dims
+    std::vector<int64_t> back;
+    for (size_t d = 0; d < lead; ++d) back.push_back(static_cast<int64_t>(index_rank + d));
+    for (size_t d = 0; d < index_rank; ++d) back.push_back(static_cast<int64_t>(d));
+    for (size_t d = index_rank + lead; d < out_dims.size(); ++d) back.push_back(static_cast<int64_t>(d));
+    return one(c.b.permute(out, back));
   };
   m["aten.embedding.default"] = [](AtenCall& c) {
     return one(c.b.op1("embedding", {c.tensor("weight"), c.tensor("indices")},

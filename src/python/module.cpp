@@ -10,6 +10,7 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -126,6 +127,8 @@ AtenArg to_aten_arg(const std::shared_ptr<GraphState>& state, const std::string&
       ++n;
       if (nb::isinstance<PyValue>(x)) {
         values.push_back(own(state, nb::cast<PyValue&>(x)));
+      } else if (x.is_none()) {
+        values.push_back(nullptr);  // Tensor?[] (aten.index's indices): AtenCall::opt_tensors
       } else if (nb::isinstance<nb::int_>(x) && !nb::isinstance<nb::bool_>(x)) {
         ints.push_back(nb::cast<int64_t>(x));
         floats.push_back(static_cast<double>(ints.back()));
@@ -136,7 +139,8 @@ AtenArg to_aten_arg(const std::shared_ptr<GraphState>& state, const std::string&
              nb::cast<std::string>(nb::str(x.type())), " is not supported");
       }
     }
-    if (values.size() == n && n > 0) return values;
+    if (values.size() == n && n > 0 && std::any_of(values.begin(), values.end(), [](Value* v) { return v != nullptr; }))
+      return values;
     if (ints.size() == n) return ints;
     if (floats.size() == n) return floats;
     fail(ErrorKind::unsupported, "argument '", name, "': mixed list");

@@ -98,4 +98,7 @@ case("fmod_scalar_i64", lambda x: aten.fmod.Scalar(x, -3), lambda g: (randint(g,
 case("fmod_tensor_f32", lambda x, y: torch.fmod(x, y), lambda g: (randn(g, 3, 5), positive(g, 5)), "aten.fmod.Tensor")
 case("fmod_tensor_i64_falls_back", lambda x, y: torch.fmod(x, y), lambda g: (randint(g, 3, 5), randint(g, 5, lo=1, hi=4)), (), fallback={"aten.fmod.Tensor": "nonzero constant"})
 case("index_two_tensors_broadcast", lambda x, i, j: x[i, j], lambda g: (randn(g, 4, 6, 3), randint(g, 3, 1, lo=-4, hi=4), randint(g, 5, lo=-6, hi=6)), "aten.index.Tensor")
+case("index_after_slice", lambda x, i: x[:, i], lambda g: (randn(g, 3, 6, 2), randint(g, 2, 4, lo=-6, hi=6)), "aten.index.Tensor")
+case("index_two_after_two_slices", lambda x, i, j: x[:, :, i, j], lambda g: (randn(g, 2, 3, 4, 5, 2), randint(g, 3, lo=0, hi=4), randint(g, 1, lo=-5, hi=5)), "aten.index.Tensor")
+case("index_after_slice_direct", lambda x, i: aten.index.Tensor(x, [None, i]), lambda g: (transposed(randn(g, 5, 4)), randint(g, 7, lo=0, hi=4)), "aten.index.Tensor", direct=True)
 case("index_one_tensor_i32", lambda x, i: x[i], lambda g: (randn(g, 5, 2), randint(g, 2, 3, lo=0, hi=5, dtype=i32)), "aten.index.Tensor")
