@@ -27,7 +27,7 @@ _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _stream_of_
 _DATA_PTR = torch.Tensor.data_ptr
 
 
-def _items_getter(indices: list[int]):
+def items_getter(indices: list[int]):
     """args -> the tuple of args[i] for i in indices, in C (operator.itemgetter)."""
     if not indices:
         return lambda args: ()
@@ -54,7 +54,7 @@ class KilnRegion(torch.nn.Module):
         self.weight_args = [i for i, w in enumerate(self.arg_is_weight) if w]
         # The bound weights' data pointers as of the last call: one comparison per call in the common
         # case instead of a Python-level check per weight (BERT-base binds about 200).
-        self._weights_of = _items_getter(self.weight_args)
+        self._weights_of = items_getter(self.weight_args)
         self._last_weights: list | None = None
         self.input_args = [i for i, w in enumerate(arg_is_weight) if not w]
         self.bound_ptrs: list[int | None] = [None] * len(arg_is_weight)
