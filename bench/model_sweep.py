@@ -6,7 +6,8 @@ EvoNorm); or 14 transformers architectures beyond the zoo's (small configs).
 One JSON line per model: the difference from eager, the output's scale, what
 fell back. For docs/models.md.
 
-    python bench/model_sweep.py torchvision|timm|transformers [--device cpu] [--skip a,b] [--out f.jsonl]
+    python bench/model_sweep.py torchvision|timm|transformers [--device cpu] [--dtype f32|f16|bf16]
+                                [--skip a,b] [--out f.jsonl]
 
 Random weights; images batch 1 at 64x64 unless a model needs its own size;
 text batch 2 of 16 tokens. A model that fails to build or compile is recorded
@@ -108,7 +109,10 @@ def names(source: str) -> list[str]:
     return torchvision.models.list_models(module=torchvision.models)
 
 
-def sweep_one(source: str, name: str, device: str) -> dict:
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def sweep_one(source: str, name: str, device: str, dtype: torch.dtype = torch.float32) -> dict:
     torch._dynamo.reset()
     torch.manual_seed(0)
     try:
@@ -117,7 +121,8 @@ def sweep_one(source: str, name: str, device: str) -> dict:
         else:
             model, side = (build_timm if source == "timm" else build_torchvision)(name)
             x = torch.randn(1, 3, side, side)
-        model, x = model.to(device), x.to(device)
+        model = model.to(device, dtype)
+        x = x.to(device, dtype) if x.is_floating_point() else x.to(device)
         reports = []
         compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
         with torch.no_grad():
@@ -131,7 +136,8 @@ def sweep_one(source: str, name: str, device: str) -> dict:
         for report in reports:
             for d in report.fallbacks:
                 fallbacks.setdefault(d.target, d.reason)
-        return {"name": name, "diff": (got - want).abs().max().item(), "scale": want.abs().max().item(),
+        return {"name": name, "dtype": str(dtype).removeprefix("torch."),
+                "diff": (got.float() - want.float()).abs().max().item(), "scale": want.float().abs().max().item(),
                 "fallbacks": fallbacks, "seconds": round(seconds, 1)}
     except Exception as e:  # noqa: BLE001 - one model's failure is a result, not the end of the sweep
         return {"name": name, "error": f"{type(e).__name__}: {str(e)[:300]}"}
@@ -141,6 +147,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", choices=["torchvision", "timm", "transformers"])
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", choices=list(DTYPES), default="f32")
     parser.add_argument("--skip", default="", help="comma-separated model names to leave out")
     parser.add_argument("--out", default="model_sweep.jsonl")
     args = parser.parse_args()
@@ -149,7 +156,7 @@ def main() -> None:
         for name in names(args.source):
             if name in skip:
                 continue
-            record = sweep_one(args.source, name, args.device)
+            record = sweep_one(args.source, name, args.device, DTYPES[args.dtype])
             out.write(json.dumps(record) + "\n")
             out.flush()
             print(name, record.get("error") or (f"{record['diff']:.3g} of {record['scale']:.3g}",

@@ -102,20 +102,23 @@ void register_nn_adapters(AdapterMap& m) {
     return std::vector<Value*>{out, nullptr, nullptr};
   };
   // native_group_norm (output 0 only): each group of C/G channels, with all their positions, is one row of a
-  // layer norm over x viewed as [N, G, C/G * HxW]; then the per-channel affine, broadcast over dim 1.
+  // layer norm over x viewed as [N, G, C/G * HxW]; then the per-channel affine, broadcast over dim 1. f16 and
+  // bf16 compute in f32 and round once at the end, as ATen's kernel does.
   m["aten.native_group_norm.default"] = [](AtenCall& c) {
     Value* x = c.tensor("input");
     const int64_t n = c.int_("N"), channels = c.int_("C"), hw = c.int_("HxW"), groups = c.int_("group");
     if (x->type.rank() < 2 || groups <= 0 || channels % groups != 0)
       c.unsupported("group_norm needs [N, C, ...] with C divisible by the groups");
-    Value* rows = c.b.reshape(x, {n, groups, channels / groups * hw});
+    const DType out = x->type.dtype;
+    const DType compute = out == DType::f16 || out == DType::bf16 ? DType::f32 : out;
+    Value* rows = c.b.reshape(c.b.cast(x, compute), {n, groups, channels / groups * hw});
     Value* y = c.b.op1("layer_norm", {rows}, attrs({{"normalized_rank", int64_t{1}}, {"eps", c.number_or("eps", 1e-5)}}));
     y = c.b.reshape(y, x->type.dims);
     Dims per_channel(x->type.rank(), 1);
     per_channel[1] = channels;
-    if (Value* w = c.opt_tensor("weight")) y = c.b.elementwise("mul", {y, c.b.reshape(w, per_channel)});
-    if (Value* b = c.opt_tensor("bias")) y = c.b.elementwise("add", {y, c.b.reshape(b, per_channel)});
-    return std::vector<Value*>{y, nullptr, nullptr};
+    if (Value* w = c.opt_tensor("weight")) y = c.b.elementwise("mul", {y, c.b.cast(c.b.reshape(w, per_channel), compute)});
+    if (Value* b = c.opt_tensor("bias")) y = c.b.elementwise("add", {y, c.b.cast(c.b.reshape(b, per_channel), compute)});
+    return std::vector<Value*>{c.b.cast(y, out), nullptr, nullptr};
   };
   m["aten._softmax.default"] = [](AtenCall& c) { return softmax(c, "softmax"); };
   m["aten.softmax.int"] = m["aten._softmax.default"];
