@@ -6,9 +6,10 @@ get_attr of a `_tensor_constantN` attribute that make_fx created: a value fixed
 at trace time, never a parameter or buffer the user could update. As a weight
 it is bound by pointer and opaque to compile-time evaluation, so a mask built
 from it cannot be recognized (passes/causal_masks.cpp). As `scalar_tensor` it
-is a literal. Empty ones (transformers' key/value caches start as
-`torch.tensor([])`, concatenated with the first keys) become `full` of their
-shape. Other constants stay weights."""
+is a literal (an integer only up to 2**53, what a literal's double holds).
+Empty ones (transformers' key/value caches start as `torch.tensor([])`,
+concatenated with the first keys) become `full` of their shape. Other
+constants stay weights."""
 
 from __future__ import annotations
 
@@ -29,7 +30,17 @@ def _inlinable_constant(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor | Non
     value = getattr(gm, node.target, None)
     if type(value) is not torch.Tensor or value.requires_grad or value.is_complex():
         return None
-    return value if value.dim() == 0 or value.numel() == 0 else None
+    if value.numel() == 0:
+        return value
+    if value.dim() != 0:
+        return None
+    # kiln's literals hold a double: an integer beyond 2**53 would not survive the trip.
+    return value if value.is_floating_point() or abs(_number(value)) <= 2**53 else None
+
+
+def _number(value: torch.Tensor):
+    with unset_fake_temporarily():  # compile runs under Dynamo's fake mode; the constant is real
+        return value.item()
 
 
 def _literal_call(value: torch.Tensor) -> tuple:
@@ -37,9 +48,7 @@ def _literal_call(value: torch.Tensor) -> tuple:
     kwargs = {"dtype": value.dtype, "device": value.device}
     if value.numel() == 0:
         return torch.ops.aten.full.default, (list(value.shape), 0), kwargs
-    with unset_fake_temporarily():  # compile runs under Dynamo's fake mode; the constant is real
-        number = value.item()
-    return torch.ops.aten.scalar_tensor.default, (number,), kwargs
+    return torch.ops.aten.scalar_tensor.default, (_number(value),), kwargs
 
 
 def inline_small_constants(gm: fx.GraphModule) -> int:

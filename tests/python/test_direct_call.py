@@ -97,3 +97,14 @@ def test_a_constant_attribute_argument_keeps_the_direct_call():
     with torch.no_grad():
         for _ in range(3):
             assert_close(compiled(x), fn(x), torch.float32)
+
+
+def test_an_integer_constant_beyond_a_double_stays_exact():
+    # 2**60 + 1 has no exact double: it stays a weight (kiln's literals hold doubles), and the result is exact.
+    def fn(x):
+        return x + torch.tensor(2**60 + 1)
+
+    x = torch.arange(4)
+    compiled, modules = _compiled_modules(fn, (x,))
+    with torch.no_grad():
+        assert torch.equal(compiled(x), fn(x))
