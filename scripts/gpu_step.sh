@@ -12,13 +12,14 @@
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
 #   bash scripts/gpu_step.sh pick K [R]     # pytest tests/python -k K, and ctest -R R (a short call)
+#   bash scripts/gpu_step.sh py FILE [ARG...] # a Python script of the tree (a diagnostic), output in $OUT/py.log
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo fp16|bf16|soak|pick K [R]}"
+step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]}"
 shift
 
 ensure_built() {
@@ -70,5 +71,9 @@ case "$step" in
       ctest --test-dir "$ROOT/build/gpu" -j 16 -R "$2" > "$OUT/pick_ctest.log" 2>&1; echo "ctest rc=$?"
       tail -4 "$OUT/pick_ctest.log"
     fi ;;
+  py)
+    ensure_built
+    (cd "$ROOT" && python3 "${1:?py needs a script}" "${@:2}") > "$OUT/py.log" 2>&1
+    echo "py rc=$?"; tail -40 "$OUT/py.log" ;;
   *) echo "unknown step '$step'" >&2; exit 2 ;;
 esac
