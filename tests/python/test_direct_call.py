@@ -34,6 +34,13 @@ def _compiled_modules(fn, inputs):
     return compiled, modules
 
 
+def _assert_calls_match_eager(compiled, fn, x, calls=3):
+    """Several calls (the first through the module, the rest direct), each equal to eager's."""
+    with torch.no_grad():
+        for _ in range(calls):
+            assert_close(compiled(x), fn(x), torch.float32)
+
+
 def test_one_region_with_several_outputs():
     def fn(x, y):
         s = torch.relu(x @ y)
@@ -79,9 +86,7 @@ def test_traced_scalar_and_empty_constants_become_literals():
     assert len(modules) == 1
     assert not any(n.op == "get_attr" for n in modules[0].graph.nodes), modules[0].graph
     assert direct_call(modules[0]) is not None
-    with torch.no_grad():
-        for _ in range(3):
-            assert_close(compiled(x), fn(x), torch.float32)
+    _assert_calls_match_eager(compiled, fn, x)
 
 
 def test_a_constant_attribute_argument_keeps_the_direct_call():
@@ -94,9 +99,7 @@ def test_a_constant_attribute_argument_keeps_the_direct_call():
     compiled, modules = _compiled_modules(fn, (x,))
     assert len(modules) == 1 and any(n.op == "get_attr" for n in modules[0].graph.nodes), modules[0].graph
     assert direct_call(modules[0]) is not None
-    with torch.no_grad():
-        for _ in range(3):
-            assert_close(compiled(x), fn(x), torch.float32)
+    _assert_calls_match_eager(compiled, fn, x)
 
 
 def test_an_integer_constant_beyond_a_double_stays_exact():
