@@ -26,6 +26,7 @@ import torch
 
 from kiln import _kiln
 from kiln.executable import Executable
+from kiln.output_buffers import OutputBuffers
 from kiln.torch_types import KILN_TO_TORCH
 
 kiln_error = _kiln.Error
@@ -142,7 +143,8 @@ class LoadedProgram:
         self.device = device
         self.exe = Executable(native.executable())
         self.input_types = self.exe.input_types()
-        self.output_specs = [(tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in self.exe.output_types()]
+        self.output_buffers = OutputBuffers(
+            [(tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in self.exe.output_types()], device)
         self.metadata = native.metadata()
         self.out_spec = None
         if "kiln.out_spec" in self.metadata:
@@ -182,8 +184,8 @@ class LoadedProgram:
             if list(t.stride()) != list(strides) and list(t.shape) == list(shape) and t.numel() > 1:
                 t = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device).copy_(t)
             ins.append(t)
-        outs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
-        self.exe.run(ins, outs)
+        outs, addresses = self.output_buffers.allocate()
+        self.exe.run_into(ins, addresses)
         if self.out_spec is not None:
             import torch.utils._pytree as pytree
 

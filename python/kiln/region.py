@@ -12,6 +12,7 @@ import torch
 from kiln.executable import Executable
 from kiln.fx_import import contiguous_strides
 from kiln.folding import RegionFolds
+from kiln.output_buffers import OutputBuffers
 from kiln.torch_types import KILN_TO_TORCH
 
 
@@ -64,6 +65,7 @@ class KilnRegion(torch.nn.Module):
         self.output_specs = [
             (tuple(shape), KILN_TO_TORCH[dtype]) for dtype, shape, _ in exe.output_types()
         ]
+        self.output_buffers = OutputBuffers(self.output_specs, device)
 
     def bind(self, index: int, tensor: torch.Tensor) -> None:
         self.exe.bind_weight(self.weight_keys[index], tensor.detach())
@@ -93,10 +95,10 @@ class KilnRegion(torch.nn.Module):
                     self.bind(i, arg)
             self._last_weights = snapshot
         inputs = [self._as_expected(args[i], k) for k, i in enumerate(self.input_args)]
-        outputs = [torch.empty(shape, dtype=dtype, device=self.device) for shape, dtype in self.output_specs]
+        outputs, addresses = self.output_buffers.allocate()
         # On CUDA, kiln runs on the caller's current stream and never synchronizes.
         stream = _current_raw_stream(self.device.index or 0) if self.device.type == "cuda" else 0
-        self.exe.run_into(inputs, [o.data_ptr() for o in outputs], stream)  # kiln described these outputs itself
+        self.exe.run_into(inputs, addresses, stream)  # kiln described these outputs itself
         if self.first_call:
             self.first_call = False
             if self.trace is not None:
