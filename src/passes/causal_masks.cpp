@@ -13,12 +13,16 @@
 // the tiles above the diagonal.
 //
 // The mask is evaluated here on the CPU (constant_eval.h) and replaced only
-// when every element matches the pattern exactly, in every leading slice.
-// Exact for additive masks: a score plus the lowest finite f16 value (-65504)
-// is at least 65504 below the row's diagonal score (always unmasked) for any
-// score an f16 tensor can hold, so its exp() is 0 in f32, as for a skipped key.
+// when every element matches the pattern exactly, in every leading slice. An
+// additive mask's masked elements must be at most -65504 (f16's lowest finite
+// value; transformers writes it in f16 and, in some versions, in bf16 too,
+// where it rounds to -65536; finfo(bf16/f32).min and -inf qualify as well).
+// Such a key's term is exactly 0, as for a skipped key, unless its scaled
+// score is more than about 65400 above its row's largest unmasked one (the
+// diagonal is always unmasked): exp() of anything below -104 is 0 in f32.
+// Real models' scores are orders of magnitude inside that. A weaker mask
+// (BERT-style -10000) is kept.
 #include <cmath>
-#include <limits>
 #include <map>
 #include <tuple>
 
@@ -34,14 +38,8 @@ namespace {
 
 constexpr int64_t kMaxMaskBytes = int64_t{64} << 20;  // evaluated on the CPU at compile time
 
-double lowest_finite(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return -65504.0;
-    case DType::bf16: return -3.3895313892515355e38;
-    case DType::f32: return std::numeric_limits<float>::lowest();
-    default: return std::numeric_limits<double>::lowest();
-  }
-}
+// An additive mask element at or below this masks its key (see the note above), in every float dtype.
+constexpr double kMaskedAtMost = -65504.0;
 
 // What a constant mask does.
 enum class MaskKind { other, causal, nothing_masked };
@@ -62,13 +60,12 @@ bool is_causal_pattern(const Bytes& mask, const TensorType& type, int64_t L, int
   const size_t size = dtype_size(type.dtype);
   const int64_t slices = type.numel() / (L * S);
   const bool boolean = type.dtype == DType::boolean;
-  const double masked_at_most = boolean ? 0 : lowest_finite(type.dtype);
-  for (int64_t s = 0; s < slices; ++s)
+    for (int64_t s = 0; s < slices; ++s)
     for (int64_t i = 0; i < L; ++i)
       for (int64_t j = 0; j < S; ++j) {
         const double v = load_scalar(mask.data() + static_cast<size_t>((s * L + i) * S + j) * size, type.dtype);
         const bool attends = j <= i;
-        if (boolean ? (v != 0) != attends : attends ? v != 0 : !(v <= masked_at_most)) return false;
+        if (boolean ? (v != 0) != attends : attends ? v != 0 : !(v <= kMaskedAtMost)) return false;
       }
   return true;
 }

@@ -277,21 +277,26 @@ def test_gpt2_like_causal_block(seq):
     assert any("causal=true" in t for t in texts) and not any("where" in t for t in texts), texts
 
 
-@pytest.mark.parametrize("mask_kind", ["bool", "additive", "shifted"])
+@pytest.mark.parametrize("mask_kind", ["bool", "additive", "bf16_with_f16_lowest", "shifted"])
 def test_constant_causal_masks_become_causal(mask_kind):
     # A mask built in the model from shapes alone: the causal pattern becomes causal=true; a bottom-right
     # aligned one (fewer queries than keys) is a different pattern and stays a mask. Same values as eager.
+    # Some transformers versions fill a bf16 model's mask with f16's lowest (-65504, -65536 in bf16).
+    dtype = bf16 if mask_kind == "bf16_with_f16_lowest" else f32
+    masked_value = -65504.0 if dtype == bf16 else float("-inf")
+
     def fn(q, k, v):
         L, S = q.shape[-2], k.shape[-2]
         allowed = torch.ones(L, S, dtype=torch.bool).tril(S - L if mask_kind == "shifted" else 0)
-        mask = allowed if mask_kind != "additive" else torch.zeros(L, S).masked_fill(~allowed, float("-inf"))
+        mask = allowed if mask_kind in ("bool", "shifted") else \
+            torch.zeros(L, S, dtype=dtype).masked_fill(~allowed, masked_value)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    inputs = _qkv(2, 3, 20 if mask_kind == "shifted" else 33, 33, 16, f32)
+    inputs = _qkv(2, 3, 20 if mask_kind == "shifted" else 33, 33, 16, dtype)
     with torch.no_grad():
         expected = fn(*inputs)
     got, report = compile_and_report(fn, *inputs)
-    assert_close(got, expected, f32, **TOL[f32])
+    assert_close(got, expected, dtype, **TOL[dtype])
     assert not report.fallbacks, str(report)
     causal = any("causal=true" in t for t in _graph_texts(report))
     assert causal == (mask_kind != "shifted"), _graph_texts(report)
