@@ -5,11 +5,14 @@
 // Every tensor is described to cuDNN by its logical N, C, H, W dims and its
 // actual strides, so NCHW, channels-last (conv2d_fused{channels_last}) and
 // strided views are all read in place. The graph is the convolution, then a
-// pointwise bias add (when the node has a bias), a residual add (a fourth
-// operand: a ResNet block's skip connection) and a ReLU (conv2d_fused
-// {relu}), computed in float. When no engine fuses them, the convolution runs
-// alone and a small kernel (conv_kernels.cu) adds the bias and the residual and
-// applies the ReLU in place. Why the graph API and not cudnnConvolutionForward: it takes
+// pointwise bias add (when the node has a bias) and a ReLU (conv2d_fused
+// {relu}), computed in float. A residual (a fourth operand: a ResNet block's
+// skip connection) is added, and the ReLU after it applied, by a small kernel
+// (conv_kernels.cu) in place after the graph, which is then the plain
+// conv + bias graph other nodes of that geometry share: on the H200 (run 7,
+// docs/benchmarks.md) cuDNN's runtime-fusion engines for conv + bias + add +
+// ReLU took 2.5-7 s to build for resnet50 and ran its batch 32 0.3 ms slower.
+// The same kernel adds the bias and applies the ReLU when no engine fuses them. Why the graph API and not cudnnConvolutionForward: it takes
 // the fusion and the layout as data, picks engines once at lowering, and is
 // the API cuDNN 9 develops.
 // Plans are cached per process by geometry (ConvKernel::plan), so the
@@ -36,7 +39,7 @@ namespace {
 
 #ifdef KILN_CUDA_HAVE_CUDNN
 
-enum Uid : int64_t { kX = 1, kW = 2, kY = 3, kBias = 4, kConvOut = 5, kBiasOut = 6, kResidual = 7, kResidualOut = 8 };
+enum Uid : int64_t { kX = 1, kW = 2, kY = 3, kBias = 4, kConvOut = 5, kBiasOut = 6 };
 
 // Logical N, C, H, W dims and strides of a conv operand (rank 3 means batch
 // 1; channels-last operands are N, H, W, C in the IR).
@@ -75,7 +78,7 @@ cudnnDataType_t cudnn_type(DType d) {
 // A node's execution plans: at 16-byte alignment and at element alignment.
 struct Plans {
   CudnnPlan main;
-  bool ok = false, fused = false;  // usable; runs the bias, residual and ReLU too
+  bool ok = false, fused = false;  // usable; runs the bias and the graph's ReLU too
 };
 struct ConvPlans {
   Plans aligned, unaligned;
@@ -91,6 +94,7 @@ class ConvKernel final : public CudaKernel {
     relu_ = attr_or(node, "relu");
     has_bias_ = node.inputs.size() > 2;
     has_residual_ = node.inputs.size() > 3;  // y's layout (fuse_epilogues)
+    graph_relu_ = relu_ && !has_residual_;  // with a residual the ReLU follows the add, in the epilogue kernel
     dtype_ = node.outputs[0]->type.dtype;
     const Nchw y = nchw_of(node.outputs[0]->type, channels_last);
     channels_ = y.dims[1];
@@ -120,8 +124,8 @@ class ConvKernel final : public CudaKernel {
     // Plans are shared by every node of the same geometry (the partitioner's
     // support check, the lowering, and the repeated blocks of a network), so
     // each is built once per process: finalizing runtime-fusion engines compiles code.
-    std::string key = str_cat(device_, " ", dtype_name(dtype_), " bias ", has_bias_, ":", bias_stride_, " residual ",
-                              has_residual_, " relu ", relu_, " tf32 ", tf32_ && dtype_ == DType::f32);
+    std::string key = str_cat(device_, " ", dtype_name(dtype_), " bias ", has_bias_, ":", bias_stride_, " relu ",
+                              graph_relu_, " tf32 ", tf32_ && dtype_ == DType::f32);
     for (const Nchw* t : {&x, &w, &y})
       key += str_cat(" [", dims_to_string(Dims(t->dims, t->dims + 4)), "]{", dims_to_string(Dims(t->strides, t->strides + 4)), "}");
     for (const char* a : {"stride", "padding", "dilation"}) key += str_cat(" ", a, dims_to_string(pair_attr(node.attrs, a)));
@@ -149,15 +153,12 @@ class ConvKernel final : public CudaKernel {
       uids.push_back(kBias);
       ptrs.push_back(in[2].data);
     }
-    if (p.fused && has_residual_) {
-      uids.push_back(kResidual);
-      ptrs.push_back(in[3].data);
-    }
     execute_plan(*handle_, p.main, uids, ptrs, res_->workspace(), s, what_);
-    if (p.fused || (!has_bias_ && !relu_)) return;
+    const bool bias_left = has_bias_ && !p.fused;
+    if (!bias_left && !has_residual_ && (p.fused || !relu_)) return;
     BiasActArgs a;
     a.y = out[0].data;
-    a.bias = has_bias_ ? in[2].data : nullptr;
+    a.bias = bias_left ? in[2].data : nullptr;
     a.residual = has_residual_ ? in[3].data : nullptr;
     a.dtype = static_cast<int>(dtype_);
     a.n = n_;
@@ -169,7 +170,7 @@ class ConvKernel final : public CudaKernel {
   }
 
  private:
-  // Fused (bias, residual, ReLU) at 16-byte alignment; then unfused; each also at element
+  // Fused (bias, ReLU) at 16-byte alignment; then unfused; each also at element
   // alignment. A descriptor cuDNN rejects (an error) makes that variant unusable, not the node.
   std::shared_ptr<const ConvPlans> build(const Node& node, const Nchw& x, const Nchw& w, const Nchw& y) {
     auto plans = std::make_shared<ConvPlans>();
@@ -184,7 +185,7 @@ class ConvKernel final : public CudaKernel {
     };
     for (int64_t align : {int64_t{16}, static_cast<int64_t>(dtype_size(dtype_))}) {
       Plans& p = align == 16 ? plans->aligned : plans->unaligned;
-      if (has_bias_ || relu_) p.fused = attempt(align, true, &p.main);
+      if (has_bias_ || graph_relu_) p.fused = attempt(align, true, &p.main);
       p.ok = p.fused || attempt(align, false, &p.main);
     }
     return plans;
@@ -199,7 +200,7 @@ class ConvKernel final : public CudaKernel {
     BackendDescriptor tx = make_tensor(kX, io, x.dims, x.strides, align, false, what_);
     BackendDescriptor tw = make_tensor(kW, io, w.dims, w.strides, align, false, what_);
     BackendDescriptor ty = make_tensor(kY, io, y.dims, y.strides, align, false, what_);
-    const bool more = fused && (has_bias_ || relu_);  // a residual comes with a bias
+    const bool more = fused && (has_bias_ || graph_relu_);
     // Virtual (f32) intermediates have no pointer; their alignment only has to suit f32.
     const int64_t virtual_align = 16;
     BackendDescriptor tconv =
@@ -245,30 +246,22 @@ class ConvKernel final : public CudaKernel {
       ops.push_back(&keep.back());
     };
     if (more) {
-      // conv -> (+ bias) -> (+ residual) -> (ReLU) -> y: each step writes y when it is the last, else
-      // a virtual f32 tensor.
+      // conv -> (+ bias) -> (ReLU) -> y: the last step writes y, the one before a virtual f32 tensor.
       const BackendDescriptor* last = &tconv;
-      auto add = [&](const BackendDescriptor& b, Uid out_uid, bool final_step) {
-        if (final_step) {
-          pointwise(CUDNN_POINTWISE_ADD, *last, &b, ty);
-          return;
-        }
-        keep.push_back(make_tensor(out_uid, f32, y.dims, y.strides, virtual_align, true, what_));
-        const BackendDescriptor& mid = keep.back();
-        pointwise(CUDNN_POINTWISE_ADD, *last, &b, mid);
-        last = &mid;
-      };
       if (has_bias_) {
         const int64_t bdims[4] = {1, y.dims[1], 1, 1};
         const int64_t bstrides[4] = {y.dims[1] * bias_stride_, bias_stride_, 1, 1};
         keep.push_back(make_tensor(kBias, io, bdims, bstrides, align, false, what_));
-        add(keep.back(), kBiasOut, !has_residual_ && !relu_);
+        const BackendDescriptor& bias = keep.back();
+        if (graph_relu_) {
+          keep.push_back(make_tensor(kBiasOut, f32, y.dims, y.strides, virtual_align, true, what_));
+          pointwise(CUDNN_POINTWISE_ADD, *last, &bias, keep.back());
+          last = &keep.back();
+        } else {
+          pointwise(CUDNN_POINTWISE_ADD, *last, &bias, ty);
+        }
       }
-      if (has_residual_) {
-        keep.push_back(make_tensor(kResidual, io, y.dims, y.strides, align, false, what_));
-        add(keep.back(), kResidualOut, !relu_);
-      }
-      if (relu_) pointwise(CUDNN_POINTWISE_RELU_FWD, *last, nullptr, ty);
+      if (graph_relu_) pointwise(CUDNN_POINTWISE_RELU_FWD, *last, nullptr, ty);
     }
     return build_plan(*handle_, ops, tensor_cores, static_cast<int64_t>(CudaResources::kWorkspaceBytes), out, reason,
                       what_);
@@ -278,7 +271,7 @@ class ConvKernel final : public CudaKernel {
   std::string what_;
   CudnnHandle* handle_ = nullptr;
   DType dtype_ = DType::f32;
-  bool relu_ = false, has_bias_ = false, has_residual_ = false;
+  bool relu_ = false, has_bias_ = false, has_residual_ = false, graph_relu_ = false;
   int64_t n_ = 0, channels_ = 1, channel_stride_ = 1, bias_stride_ = 1;
   int device_ = 0;
   bool tf32_ = false;  // f32 may use TF32 tensor cores (Note [Math modes])
