@@ -17,6 +17,9 @@ import torch
 from workloads import WORKLOADS
 
 
+KILN_REPORTS: list = []  # kiln's compile reports in this process (their regions give the call statistics)
+
+
 def compile_for(backend: str, model):
     if backend == "eager":
         return model
@@ -25,7 +28,11 @@ def compile_for(backend: str, model):
     if backend == "reduce-overhead":
         return torch.compile(model, mode="reduce-overhead")
     if backend == "kiln":
-        return torch.compile(model, backend="kiln")
+        import functools
+
+        from kiln.dynamo_backend import kiln_backend
+
+        return torch.compile(model, backend=functools.partial(kiln_backend, reports=KILN_REPORTS))
     raise SystemExit(f"unknown backend {backend!r}")
 
 
@@ -65,6 +72,24 @@ def first_tensor(out):
     if isinstance(out, (list, tuple)):
         return first_tensor(out[0])
     return out.last_hidden_state
+
+
+def kiln_call_stats() -> dict:
+    """kiln's CUDA-graph statistics summed over its regions: calls, captures, updates (re-recorded because
+    an address changed), replays, and why a region was not captured (a call that launches every kernel
+    from the host costs far more host time than a replay)."""
+    total = {"regions": 0, "calls": 0, "graph_captures": 0, "graph_updates": 0, "graph_replays": 0}
+    reasons = set()
+    for graph in KILN_REPORTS:  # one GraphReport per compiled graph
+        for region in graph.region_modules:
+            stats = region.exe.call_stats()
+            total["regions"] += 1
+            for key in ("calls", "graph_captures", "graph_updates", "graph_replays"):
+                total[key] += stats[key]
+            if stats["uncaptured_reason"]:
+                reasons.add(stats["uncaptured_reason"])
+    total["uncaptured_reasons"] = sorted(reasons)
+    return total
 
 
 def kiln_stage_seconds(compile_s: float) -> dict:
@@ -118,7 +143,8 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             host.append((time.perf_counter() - t0) * 1e3)
         torch.cuda.synchronize()
         diff = (out.float() - reference).abs().max().item()
-    extra = {"kiln_stage_s": kiln_stage_seconds(compile_s)} if backend == "kiln" else {}
+    extra = {"kiln_stage_s": kiln_stage_seconds(compile_s), "kiln_call_stats": kiln_call_stats()} \
+        if backend == "kiln" else {}
     return {
         **extra,
         "backend": backend, "workload": workload, "median_ms": statistics.median(times),

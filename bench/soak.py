@@ -93,9 +93,11 @@ def kiln_graph(rng):
     return g, arrays, rng.standard_normal((4, 64), dtype=np.float32)
 
 
-def soak_graph_compiles(compiles: int) -> dict:
-    """Builds, compiles, runs and drops `compiles` kiln graphs (kiln's own compile path, no Dynamo)."""
+def soak_graph_compiles(compiles: int, device: str) -> dict:
+    """Builds, compiles, runs and drops `compiles` kiln graphs on `device` (kiln's own compile path, no
+    Dynamo); on CUDA the weights, input and output are torch tensors there (DLPack)."""
     import numpy as np
+    import torch
 
     import kiln
 
@@ -103,19 +105,28 @@ def soak_graph_compiles(compiles: int) -> dict:
 
     def one_round() -> None:
         g, arrays, x = kiln_graph(rng)
-        exe = kiln.compile_graph(g)
-        for key, value in arrays.items():
+        if device == "cpu":
+            exe = kiln.compile_graph(g)
+            for key, value in arrays.items():
+                exe.bind_weight(key, value)
+            exe(x)
+            return
+        exe = kiln.compile_graph(g, device)
+        weights = {key: torch.from_numpy(value).to(device) for key, value in arrays.items()}
+        for key, value in weights.items():
             exe.bind_weight(key, value)
-        exe(x)
+        out = torch.empty(4, 32, device=device)
+        exe.run([torch.from_numpy(x).to(device)], [out], torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
 
     for _ in range(20):
         one_round()
     gc.collect()
-    before = process_figures("cpu")
+    before = process_figures(device)
     for _ in range(compiles):
         one_round()
     gc.collect()
-    return {"compiles": compiles, "before": before, "after": process_figures("cpu")}
+    return {"compiles": compiles, "device": device, "before": before, "after": process_figures(device)}
 
 
 def soak_dynamo_compiles(compiles: int, device: str, backend: str) -> dict:
@@ -157,11 +168,11 @@ def main() -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     calls = soak_calls(args.calls, args.device)
-    graphs = soak_graph_compiles(args.compiles)
+    graphs = soak_graph_compiles(args.compiles, args.device)
     dynamo = [soak_dynamo_compiles(args.compiles // 10, args.device, b) for b in ("kiln", "aot_eager")]
     print(f"{args.calls} calls on {args.device} in {calls['seconds']:.1f} s, wrong outputs: {calls['wrong_outputs']}")
     print_pair("per-process figures", calls["after_warmup"], calls["trace"][-1], ("after warm-up", "at the end"))
-    print_pair(f"{args.compiles} kiln graphs compiled, run and dropped", graphs["before"], graphs["after"])
+    print_pair(f"{args.compiles} kiln graphs compiled on {args.device}, run and dropped", graphs["before"], graphs["after"])
     for d in dynamo:
         print_pair(f"{d['compiles']} torch.compile(backend={d['backend']!r}) dropped (worst diff {d['max_abs_diff']:.2e})",
                    d["before"], d["after"])

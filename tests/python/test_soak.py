@@ -24,7 +24,7 @@ def test_calls_keep_memory_handles_and_threads_flat_and_outputs_right():
 
 
 def test_compiled_and_dropped_graphs_return_host_memory():
-    result = soak.soak_graph_compiles(200)
+    result = soak.soak_graph_compiles(200, "cpu")
     before, after = result["before"], result["after"]
     assert after["open_fds"] == before["open_fds"] and after["threads"] == before["threads"]
     assert after["rss_mib"] - before["rss_mib"] < MIB_SLACK, (before, after)
