@@ -28,3 +28,31 @@ def test_compiled_and_dropped_graphs_return_host_memory():
     before, after = result["before"], result["after"]
     assert after["open_fds"] == before["open_fds"] and after["threads"] == before["threads"]
     assert after["rss_mib"] - before["rss_mib"] < MIB_SLACK, (before, after)
+
+
+def test_a_dropped_compiled_model_releases_its_executables():
+    # torch.fx GraphModules are cyclic (module -> graph -> module), so a dropped compiled model's kiln
+    # regions are freed by Python's cycle collector, not by reference counting (docs/reliability.md);
+    # after torch._dynamo.reset() and gc.collect() nothing of kiln's may keep them alive.
+    import functools
+    import gc
+    import weakref
+
+    import torch
+
+    from kiln.dynamo_backend import kiln_backend
+
+    reports = []
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).eval()
+    compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+    with torch.no_grad():
+        x = torch.randn(2, 16)
+        torch.testing.assert_close(compiled(x), model(x))
+        compiled(x)
+    regions = [weakref.ref(r) for graph in reports for r in graph.region_modules]
+    executables = [weakref.ref(r().exe) for r in regions]
+    assert regions
+    del compiled, reports
+    torch._dynamo.reset()
+    gc.collect()
+    assert all(r() is None for r in regions + executables)
