@@ -67,6 +67,10 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
     trace.record("lower", _kiln_bytes(region_modules))
     _record_after_first_call(module, trace, region_modules, options)
     report = GraphReport(parts.decisions, region_reports, time.perf_counter() - start, region_modules, memory=trace)
+    # torch.fx makes a GraphModule cyclic (module -> graph -> module), which would leave a dropped compiled
+    # model's executables, and their device memory, to Python's cycle collector. The graph is final here
+    # (only graph edits read its owning module), so reference counting frees them when the model goes.
+    module.graph.owning_module = None
     return module, report
 
 
