@@ -12,9 +12,10 @@
 // conv + bias graph other nodes of that geometry share: on the H200 (run 7,
 // docs/benchmarks.md) cuDNN's runtime-fusion engines for conv + bias + add +
 // ReLU took 2.5-7 s to build for resnet50 and ran its batch 32 0.3 ms slower.
-// The same kernel adds the bias and applies the ReLU when no engine fuses them. Why the graph API and not cudnnConvolutionForward: it takes
-// the fusion and the layout as data, picks engines once at lowering, and is
-// the API cuDNN 9 develops.
+// The same kernel adds the bias and applies the ReLU when no engine fuses
+// them. Why the graph API and not cudnnConvolutionForward: it takes the
+// fusion and the layout as data, picks engines once at lowering, and is the
+// API cuDNN 9 develops.
 // Plans are cached per process by geometry (ConvKernel::plan), so the
 // partitioner's support check, the lowering and repeated blocks share one.
 #include <algorithm>
@@ -144,7 +145,7 @@ class ConvKernel final : public CudaKernel {
     if (n_ == 0) return;
     auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     bool use_aligned = plans_->aligned.ok && aligned(in[0].data) && aligned(in[1].data) && aligned(out[0].data) &&
-                       (!has_bias_ || aligned(in[2].data)) && (!has_residual_ || aligned(in[3].data));
+                       (!has_bias_ || aligned(in[2].data));
     const Plans& p = use_aligned ? plans_->aligned : plans_->unaligned;
     KILN_CHECK_KIND(runtime, p.ok, what_, ": no cuDNN plan for operands at these addresses");
     std::vector<int64_t> uids = {kX, kW, kY};
