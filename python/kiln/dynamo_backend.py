@@ -66,7 +66,6 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
         warnings.warn(_GRAD_WARNING, stacklevel=2)
         return gm.forward
 
-    from torch._decomp import core_aten_decompositions
     from torch._dynamo.backends.common import aot_autograd
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -77,7 +76,16 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
-    return aot_autograd(fw_compiler=compiler, decompositions=core_aten_decompositions())(gm, example_inputs)
+    return aot_autograd(fw_compiler=compiler, decompositions=dict(_decompositions()))(gm, example_inputs)
+
+
+@functools.lru_cache(maxsize=1)
+def _decompositions():
+    """torch's core ATen decomposition table, built once per process (40-100 ms a build on the dev CPU,
+    which every compile and recompile paid); callers get a copy, so nothing can change the cached one."""
+    from torch._decomp import core_aten_decompositions
+
+    return core_aten_decompositions()
 
 
 def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, device, options, reports, weight_refs):
