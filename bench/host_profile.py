@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from run_one import diagnostic_main, warmed_up
+from run_one import diagnostic_main, kiln_call_stats, warmed_up
 
 
 def profile(backend: str, workload: str, iters: int, top: int) -> str:
@@ -51,6 +51,8 @@ def profile(backend: str, workload: str, iters: int, top: int) -> str:
     lines.append("-- CUDA runtime calls on the host, us per call of the model:")
     for name, us in totals.most_common(top):
         lines.append(f"  {us / iters:9.1f} us  x{counts[name] / iters:6.1f}  {name}")
+    if backend == "kiln":
+        lines.append(f"-- kiln's CUDA graphs: {kiln_call_stats()}")
     return "\n".join(lines)
 
 

@@ -8,7 +8,9 @@
 #
 #   bash scripts/gpu_step.sh check          # build, every C++ test, pytest -k cuda
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
+#   bash scripts/gpu_step.sh quick W,W...    # bench/run.py, kiln and reduce-overhead only (a check of a change)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py --backends eager,kiln per workload
+#   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
 #   bash scripts/gpu_step.sh pick K [R]     # pytest tests/python -k K, and ctest -R R (a short call)
@@ -19,7 +21,7 @@ OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|profile W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]}"
+step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]}"
 shift
 
 ensure_built() {
@@ -34,8 +36,8 @@ bench() {
   ensure_built
   local merges=() f
   for f in "$ROOT"/bench/results/*.jsonl; do [ -f "$f" ] && merges+=(--merge "$f"); done
-  cd "$ROOT/bench" && python3 run.py --workloads "$1" "${merges[@]}" --json "$OUT/bench.jsonl" \
-    --out "$OUT/bench.md" > "$OUT/bench_$step.log" 2>&1
+  cd "$ROOT/bench" && python3 run.py --workloads "$1" --backends "${2:-eager,inductor,reduce-overhead,kiln}" \
+    "${merges[@]}" --json "$OUT/bench.jsonl" --out "$OUT/bench.md" > "$OUT/bench_$step.log" 2>&1
   echo "bench rc=$?"; tail -30 "$OUT/bench.md"
 }
 
@@ -46,6 +48,13 @@ case "$step" in
   bench-1) bench linear24x8192_b8,resnet50_b1,resnet50_b32 ;;
   bench-2) bench vit_b_16_b1,vit_b_16_b32,bert_base_b1 ;;
   bench-3) bench bert_base_b32,gpt2_b1,gpt2_b32 ;;
+  quick) bench "${1:?quick needs workloads, e.g. resnet50_b32,gpt2_b1}" reduce-overhead,kiln ;;
+  host)
+    ensure_built
+    for w in "$@"; do
+      (cd "$ROOT/bench" && python3 host_profile.py "$w" --iters 100 --top 25) > "$OUT/hprof_$w.txt" 2>&1
+      grep -v -i warn "$OUT/hprof_$w.txt" | grep -E "^==|^--|us  x" | head -24
+    done ;;
   profile)
     ensure_built
     for w in "$@"; do
