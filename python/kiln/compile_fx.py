@@ -42,7 +42,7 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
         return module, module.first_report
     start = time.perf_counter()
     rewrite_as_strided_views(gm)
-    inline_small_constants(gm)
+    inline_small_constants(gm, device)
     trace = new_trace(f"graph {next(_graph_ids)}", str(device))
     parts = partition(gm, weights, device.type)
     trace.record("import")

@@ -9,7 +9,14 @@ from it cannot be recognized (passes/causal_masks.cpp). As `scalar_tensor` it
 is a literal (an integer only up to 2**53, what a literal's double holds).
 Empty ones (transformers' key/value caches start as `torch.tensor([])`,
 concatenated with the first keys) become `full` of their shape. Other
-constants stay weights."""
+constants stay weights.
+
+A 0-dim constant is a CPU tensor even in a CUDA graph (torch lets a 0-dim CPU
+tensor take part in CUDA ops as a scalar). Swin writes its shifted-window mask
+as `copy(mask[h, w], lift_fresh_copy(<CPU 0-dim constant>))`; kiln's regions run
+on one device, so such a literal is created on the compile device when every
+use of it (through `lift_fresh_copy` and `clone`) meets a tensor on that
+device: the same value, and the same result, as torch's CPU scalar."""
 
 from __future__ import annotations
 
@@ -43,22 +50,63 @@ def _number(value: torch.Tensor):
         return value.item()
 
 
-def _literal_call(value: torch.Tensor) -> tuple:
-    """The ATen call (target, args, kwargs) that creates `value`."""
-    kwargs = {"dtype": value.dtype, "device": value.device}
+_PASS_THROUGH = {torch.ops.aten.lift_fresh_copy.default, torch.ops.aten.clone.default}
+
+
+def _meets_only(node: fx.Node, device: torch.device) -> list[fx.Node] | None:
+    """The pass-through nodes (lift_fresh_copy, clone) between the constant `node` and its uses, when
+    every use is an op that also reads a tensor on `device`; else None."""
+    through, frontier = [], [node]
+    while frontier:
+        current = frontier.pop()
+        for user in current.users:
+            if user.op != "call_function":
+                return None
+            if user.target in _PASS_THROUGH:
+                through.append(user)
+                frontier.append(user)
+                continue
+            others = [a.meta.get("val") for a in user.all_input_nodes if a is not current]
+            if not any(isinstance(v, torch.Tensor) and v.device.type == device.type for v in others):
+                return None
+    return through
+
+
+def _move_to(node: fx.Node, device: torch.device) -> None:
+    """node's recorded value (a 0-dim fake tensor) as on `device`."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor) and getattr(val, "fake_mode", None) is not None:
+        with val.fake_mode:
+            node.meta["val"] = torch.empty((), dtype=val.dtype, device=device)
+
+
+def _literal_call(value: torch.Tensor, device: torch.device | None = None) -> tuple:
+    """The ATen call (target, args, kwargs) that creates `value` (on `device` when given)."""
+    kwargs = {"dtype": value.dtype, "device": device or value.device}
     if value.numel() == 0:
         return torch.ops.aten.full.default, (list(value.shape), 0), kwargs
     return torch.ops.aten.scalar_tensor.default, (_number(value),), kwargs
 
 
-def inline_small_constants(gm: fx.GraphModule) -> int:
-    """Replaces each 0-dim or empty traced tensor constant of `gm` by a literal call; returns how many."""
+def inline_small_constants(gm: fx.GraphModule, device: torch.device | None = None) -> int:
+    """Replaces each 0-dim or empty traced tensor constant of `gm` by a literal call; returns how many.
+    With a non-CPU compile `device`, a 0-dim CPU constant that only meets tensors on it moves there."""
     count = 0
     for node in list(gm.graph.nodes):
         value = _inlinable_constant(gm, node)
-        if value is not None:
-            replace_with_call(gm, node, *_literal_call(value))
-            count += 1
+        if value is None:
+            continue
+        target = None
+        if device is not None and device.type != "cpu" and value.dim() == 0 and value.device.type == "cpu":
+            through = _meets_only(node, device)
+            if through is not None:
+                target = device
+                for n in through:
+                    _move_to(n, device)
+        call = replace_with_call(gm, node, *_literal_call(value, target))
+        if target is not None:
+            _move_to(call, target)
+        count += 1
     if count:
         gm.recompile()
     return count

@@ -31,13 +31,15 @@ def _as_strided_is_view(node: fx.Node) -> bool:
     return all(s == c for n, s, c in zip(size, stride, contiguous_strides(size)) if n > 1)
 
 
-def replace_with_call(gm: fx.GraphModule, node: fx.Node, target, args: tuple, kwargs: dict | None = None) -> None:
-    """Replaces `node` of `gm` by a call of `target` that keeps its metadata (the caller recompiles)."""
+def replace_with_call(gm: fx.GraphModule, node: fx.Node, target, args: tuple, kwargs: dict | None = None) -> fx.Node:
+    """Replaces `node` of `gm` by a call of `target` that keeps its metadata (the caller recompiles);
+    returns the call."""
     with gm.graph.inserting_before(node):
         call = gm.graph.call_function(target, args, kwargs or {})
     call.meta = dict(node.meta)
     node.replace_all_uses_with(call)
     gm.graph.erase_node(node)
+    return call
 
 
 def rewrite_as_strided_views(gm: fx.GraphModule) -> int:
