@@ -11,6 +11,9 @@
 //     broadcast), and r' is r, or r viewed at E's dims (a reshape; left unfused when r's
 //     strides do not allow that view). Tried after the bias, so the bias goes in first.
 //   relu|gelu|gelu_tanh(matmul...)   -> matmul_epilogue(...) {activation=<op>}
+//   relu|gelu_tanh(reshape(matmul...)) -> reshape(matmul_epilogue(...) {activation=<op>}) when the
+//                                       reshape keeps the last dim (an MLP on a 3-D input; not exact
+//                                       gelu, which cuBLASLt's epilogue does not apply)
 //   add(C, r)                        -> conv2d_fused(x, w, bias, r), C = conv2d or conv2d_fused
 //     {relu=false} with a bias (a ResNet block's skip connection after batch norm was folded
 //     into the convolution; cuDNN adds r in the convolution's graph); r has the add's dims,
@@ -77,22 +80,27 @@ bool bias_over_last_dim(const Node* add, const Value* bias, const Node* product,
          add->outputs[0]->type.dims == through->type.dims;
 }
 
-// Replaces `add` (of product `p`'s output, through `reshape` when not null) by
-// matmul_epilogue(inputs) {activation="none"}, followed by the same reshape.
-void replace_add(Graph& graph, Node* p, Node* reshape, Node* add, std::vector<Value*> inputs) {
+// Replaces `tail` (an add or an activation of product `p`'s output, through `reshape` when not
+// null) by matmul_epilogue(inputs) {activation}, followed by the same reshape.
+void replace_tail(Graph& graph, Node* p, Node* reshape, Node* tail, std::vector<Value*> inputs,
+                  const std::string& activation) {
   Attrs attrs;
-  attrs.set("activation", std::string("none"));
+  attrs.set("activation", activation);
   if (reshape == nullptr) {
-    replace(graph, p, add, get_op("matmul_epilogue"), std::move(inputs), attrs);
+    replace(graph, p, tail, get_op("matmul_epilogue"), std::move(inputs), attrs);
     return;
   }
-  // The epilogue where the product was, then the same reshape of its output in place of the add.
-  Node* fused = graph.add_node(get_op("matmul_epilogue"), std::move(inputs), attrs, "", add);
-  Node* view = graph.add_node(get_op("reshape"), {fused->outputs[0]}, reshape->attrs, "", add);
-  const std::string add_name = add->name, product_name = p->name;
-  replace_output(graph, add, view->outputs[0], {reshape, p});
-  view->name = add_name;
+  // The epilogue where the product was, then the same reshape of its output in place of the tail.
+  Node* fused = graph.add_node(get_op("matmul_epilogue"), std::move(inputs), attrs, "", tail);
+  Node* view = graph.add_node(get_op("reshape"), {fused->outputs[0]}, reshape->attrs, "", tail);
+  const std::string tail_name = tail->name, product_name = p->name;
+  replace_output(graph, tail, view->outputs[0], {reshape, p});
+  view->name = tail_name;
   fused->name = product_name;
+}
+
+void replace_add(Graph& graph, Node* p, Node* reshape, Node* add, std::vector<Value*> inputs) {
+  replace_tail(graph, p, reshape, add, std::move(inputs), "none");
 }
 
 bool fuse_bias(Graph& graph, Node* add) {
@@ -151,14 +159,16 @@ bool fuse_conv_residual(Graph& graph, Node* add) {
 }
 
 bool fuse_activation(Graph& graph, Node* act) {
-  Node* p = sole_producer(graph, act->inputs[0]);
+  Node* reshape = nullptr;
+  Node* p = producer_through_reshape(graph, act->inputs[0], &reshape);
   if (p == nullptr || p->outputs[0]->type.dtype != act->outputs[0]->type.dtype) return false;
-  if (plain_product(p)) {
-    Attrs attrs;
-    attrs.set("activation", act->op->name);
-    replace(graph, p, act, get_op("matmul_epilogue"), p->inputs, attrs);
+  // Through a reshape, only the activations cuBLASLt applies in its epilogue (exact GELU would move from
+  // an elementwise kernel into the epilogue's separate bias-and-activation kernel, a loss on CUDA).
+  if (plain_product(p) && (reshape == nullptr || act->op->name != "gelu")) {
+    replace_tail(graph, p, reshape, act, p->inputs, act->op->name);
     return true;
   }
+  if (reshape != nullptr) return false;
   const bool conv = p->op->name == "conv2d" || (p->op->name == "conv2d_fused" && !p->attrs.get_bool("relu"));
   if (act->op->name != "relu" || !conv || !float_type(p->outputs[0]->type.dtype)) return false;
   Attrs attrs = p->attrs;

@@ -82,6 +82,10 @@ bool matmul_row_order(Graph& graph);
 // attention {causal=true} without it; see causal_masks.cpp.
 bool causal_masks(Graph& graph);
 
+// The tanh approximation of GELU written out op by op (GPT-2's "gelu_new")
+// becomes gelu_tanh; see recognize_gelu.cpp.
+bool recognize_gelu(Graph& graph);
+
 // Bias adds and activations after matmul, ReLU after conv2d, become the
 // fused ops matmul_epilogue and conv2d_fused; see fuse_epilogues.cpp.
 bool fuse_epilogues(Graph& graph);

@@ -13,6 +13,7 @@ const std::vector<PipelineStep>& default_pipeline() {
       single({"patchify_convs", patchify_convs}),
       fixpoint({
           {"simplify", simplify},
+          {"recognize_gelu", recognize_gelu},
           {"fold_literals", [](Graph& g) { return fold_literals(g); }},
           {"cse", cse},
           {"fuse_attention", fuse_attention},

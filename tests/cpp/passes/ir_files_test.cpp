@@ -61,6 +61,7 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"fuse_attention", fuse_attention},
       {"narrow_attention", narrow_attention},
       {"causal_masks", causal_masks},
+      {"recognize_gelu", recognize_gelu},
       {"read_through_copies", read_through_copies},
       {"matmul_row_order", matmul_row_order},
       {"choose_layout", choose_layout},
@@ -120,6 +121,7 @@ TEST(IrFiles, FuseEpilogues) { check_folder("fuse_epilogues"); }
 TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
 TEST(IrFiles, NarrowAttention) { check_folder("narrow_attention"); }
 TEST(IrFiles, CausalMasks) { check_folder("causal_masks"); }
+TEST(IrFiles, RecognizeGelu) { check_folder("recognize_gelu"); }
 TEST(IrFiles, ReadThroughCopies) { check_folder("read_through_copies"); }
 TEST(IrFiles, MatmulRowOrder) { check_folder("matmul_row_order"); }
 TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }

@@ -130,7 +130,7 @@ TEST(PassManager, DefaultPipelineListsThePassesInOrder) {
   std::vector<std::string> order;
   for (const PipelineStep& step : default_pipeline())
     for (const Pass& p : step.passes) order.push_back(p.name + (step.fixpoint ? " (fixpoint)" : ""));
-  EXPECT_EQ(order, (std::vector<std::string>{"verify", "dce", "patchify_convs", "simplify (fixpoint)", "fold_literals (fixpoint)",
+  EXPECT_EQ(order, (std::vector<std::string>{"verify", "dce", "patchify_convs", "simplify (fixpoint)", "recognize_gelu (fixpoint)", "fold_literals (fixpoint)",
                                              "cse (fixpoint)", "fuse_attention (fixpoint)",
                                              "narrow_attention (fixpoint)", "causal_masks (fixpoint)", "matmul_row_order (fixpoint)",
                                              "read_through_copies (fixpoint)", "fuse_epilogues", "fuse_elementwise",

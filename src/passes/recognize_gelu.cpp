@@ -1,0 +1,133 @@
+// recognize_gelu: the tanh approximation of GELU written out op by op, as
+// transformers' NewGELUActivation ("gelu_new": GPT-2, GPT-J, CodeGen and
+// others) writes it,
+//   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+// becomes one gelu_tanh(x). fuse_epilogues then folds it into the matrix
+// product before it (cuBLASLt's GELU epilogue is this approximation), so the
+// MLP's widest activation is not read and written again by an elementwise
+// kernel of nine ops.
+//
+// Matched up to the order of each mul's and add's operands, with x^3 as
+// pow(x, 3) or (x*x)*x (simplify's form of it). The constants must equal the
+// canonical ones rounded to the literal's dtype (an f16/bf16 graph holds them
+// rounded). Every intermediate must be used only inside the pattern.
+//
+// Numerics: gelu_tanh computes in f32 with the exact constants and rounds
+// once, where the op-by-op graph rounds after every op and, in f16/bf16, uses
+// the rounded constants kiln's literals hold (torch's kernels keep the Python
+// scalars in f32). The two differ by a few units in the last place of the
+// dtype, as torch's own F.gelu(approximate="tanh") differs from the formula.
+#include <cstdint>
+#include <vector>
+
+#include "ir/literal.h"
+#include "ops/op_def.h"
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr double kSqrtTwoOverPi = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kCubic = 0.044715;
+
+// `v` is a literal whose every element is `expected` rounded to v's dtype.
+bool literal_is(const Value* v, double expected) {
+  if (v->kind != ValueKind::literal || !is_floating(v->type.dtype) || v->literal_data.empty()) return false;
+  const size_t size = dtype_size(v->type.dtype);
+  std::vector<uint8_t> rounded(size);
+  store_scalar(rounded.data(), v->type.dtype, expected);
+  const double want = load_scalar(rounded.data(), v->type.dtype);
+  for (size_t off = 0; off + size <= v->literal_data.size(); off += size)
+    if (load_scalar(v->literal_data.data() + off, v->type.dtype) != want) return false;
+  return true;
+}
+
+// The node of op `op` producing `v` when `v` is used once (inside the pattern) and is not a graph output.
+Node* inner(const Graph& g, const Value* v, std::string_view op) {
+  Node* p = producer_of(v, op);
+  return p != nullptr && single_use(v, g) ? p : nullptr;
+}
+
+// For a binary node: the operand that is not the literal `constant`, when the other one is.
+Value* other_than_literal(const Node* n, double constant) {
+  if (literal_is(n->inputs[1], constant)) return n->inputs[0];
+  if (literal_is(n->inputs[0], constant)) return n->inputs[1];
+  return nullptr;
+}
+
+// v is x^3: pow(x, 3), or (x*x)*x in either order of the outer product.
+bool is_cube_of(const Graph& g, const Value* v, const Value* x) {
+  if (Node* p = inner(g, v, "pow")) return p->inputs[0] == x && literal_is(p->inputs[1], 3.0);
+  Node* m = inner(g, v, "mul");
+  if (m == nullptr) return false;
+  for (int i = 0; i < 2; ++i) {
+    Node* sq = inner(g, m->inputs[i], "mul");
+    if (m->inputs[1 - i] == x && sq != nullptr && sq->inputs[0] == x && sq->inputs[1] == x) return true;
+  }
+  return false;
+}
+
+// `tanh_arg` is sqrt(2/pi) * (x + 0.044715 * x^3).
+bool is_gelu_tanh_argument(const Graph& g, const Value* tanh_arg, const Value* x) {
+  Node* scaled = inner(g, tanh_arg, "mul");
+  Value* sum = scaled != nullptr ? other_than_literal(scaled, kSqrtTwoOverPi) : nullptr;
+  Node* add = sum != nullptr ? inner(g, sum, "add") : nullptr;
+  if (add == nullptr) return false;
+  for (int i = 0; i < 2; ++i) {
+    if (add->inputs[i] != x) continue;
+    Node* cubic = inner(g, add->inputs[1 - i], "mul");
+    Value* cube = cubic != nullptr ? other_than_literal(cubic, kCubic) : nullptr;
+    if (cube != nullptr && is_cube_of(g, cube, x)) return true;
+  }
+  return false;
+}
+
+// x when `root` is 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), else null.
+Value* gelu_tanh_input(const Graph& g, const Node* root) {
+  for (int i = 0; i < 2; ++i) {
+    Node* half = inner(g, root->inputs[i], "mul");
+    Node* one_plus = inner(g, root->inputs[1 - i], "add");
+    Value* x = half != nullptr ? other_than_literal(half, 0.5) : nullptr;
+    Value* t = one_plus != nullptr ? other_than_literal(one_plus, 1.0) : nullptr;
+    Node* tanh = t != nullptr ? inner(g, t, "tanh") : nullptr;
+    if (x != nullptr && tanh != nullptr && is_gelu_tanh_argument(g, tanh->inputs[0], x)) return x;
+  }
+  return nullptr;
+}
+
+bool recognize_at(Graph& graph, Node* root) {
+  if (root->inputs.size() != 2 || !is_floating(root->outputs[0]->type.dtype)) return false;
+  Value* x = gelu_tanh_input(graph, root);
+  if (x == nullptr || x->type.dtype != root->outputs[0]->type.dtype || x->type.dims != root->outputs[0]->type.dims)
+    return false;
+  Node* gelu = graph.add_node(get_op("gelu_tanh"), {x}, {}, "", root);
+  if (gelu->outputs[0]->type != root->outputs[0]->type) {  // another layout than the formula's result
+    graph.erase_node(gelu);
+    return false;
+  }
+  const std::string name = root->name;
+  replace_output(graph, root, gelu->outputs[0]);
+  gelu->name = name;
+  dce(graph);  // the formula's other ops
+  return true;
+}
+
+}  // namespace
+
+bool recognize_gelu(Graph& graph) {
+  // A rewrite erases nodes that a list collected before it may hold, so each scan stops at its first match.
+  bool changed = false;
+  for (bool found = true; found;) {
+    found = false;
+    for (Node* n : nodes_with_op(graph, "mul"))
+      if (recognize_at(graph, n)) {
+        found = changed = true;
+        break;
+      }
+  }
+  return changed;
+}
+
+}  // namespace kiln
