@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from workloads import WORKLOADS
+from workloads import DIAGNOSTIC_WORKLOADS, WORKLOADS
 
 
 KILN_REPORTS: list = []  # kiln's compile reports in this process (their regions give the call statistics)
@@ -40,7 +40,7 @@ def warmed_up(backend: str, workload: str, calls: int):
     """(fn, inputs): the workload, seeded, compiled for `backend` and called `calls` times under
     inference_mode (the diagnostics call it there too), the device then idle."""
     torch.manual_seed(0)
-    model, inputs = WORKLOADS[workload]()
+    model, inputs = DIAGNOSTIC_WORKLOADS[workload]()
     with torch.inference_mode():
         fn = compile_for(backend, model)
         for _ in range(calls):
@@ -55,7 +55,7 @@ def diagnostic_main(doc: str, profile, backends: str, iters: int, top: int) -> N
     import argparse
 
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("workload", choices=sorted(DIAGNOSTIC_WORKLOADS))
     parser.add_argument("--backends", default=backends)
     parser.add_argument("--iters", type=int, default=iters)
     parser.add_argument("--top", type=int, default=top)

@@ -1,4 +1,5 @@
-"""The benchmark's workloads (issue 4): each returns (model on cuda in fp16, inputs)."""
+"""The benchmark's workloads (issue 4): each returns (model on cuda in fp16, inputs). DIAGNOSTIC_WORKLOADS
+adds single-op models for the diagnostics (kernel_profile.py, host_profile.py), not for the table."""
 
 from __future__ import annotations
 
@@ -38,4 +39,32 @@ WORKLOADS = {
     "bert_base_b32": lambda: hf_model("bert", 32),
     "gpt2_b1": lambda: hf_model("gpt2", 1),
     "gpt2_b32": lambda: hf_model("gpt2", 32),
+}
+
+
+class Attention(torch.nn.Module):
+    """One transformer attention as GPT-2 and BERT feed it: q, k and v split from one packed [B, S, 3E]
+    projection, heads of 64, the output back in [B, S, E]."""
+
+    def __init__(self, heads: int, causal: bool):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+
+    def forward(self, qkv):
+        b, s, e3 = qkv.shape
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in qkv.split(e3 // 3, dim=2))
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        return out.transpose(1, 2).reshape(b, s, e3 // 3)
+
+
+def attention(batch: int, causal: bool, seq=128, heads=12):
+    return Attention(heads, causal).cuda().eval(), [torch.randn(batch, seq, 3 * heads * 64, dtype=torch.half,
+                                                                device="cuda")]
+
+
+DIAGNOSTIC_WORKLOADS = {
+    **WORKLOADS,
+    "attention_causal_b1": lambda: attention(1, True),
+    "attention_b1": lambda: attention(1, False),
+    "attention_causal_b32": lambda: attention(32, True),
 }
