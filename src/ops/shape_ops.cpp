@@ -1,7 +1,9 @@
 // Shape op declarations. Views (reshape, permute, expand, slice, select,
 // squeeze, unsqueeze, as_strided) alias input 0: their inference is view_layout, and the
 // runtime binds them (Note [Views are resolved by the runtime]). Copies
-// (contiguous, concat, constant_pad) produce contiguous outputs.
+// (contiguous, copies, concat, constant_pad) produce contiguous outputs;
+// `copies` is several contiguous copies in one node (pair_copies makes it, so
+// a backend can move them in one launch).
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -34,6 +36,12 @@ OpDef view_op(const char* name, std::vector<AttrSpec> attrs, std::vector<std::st
 
 std::vector<TensorType> infer_contiguous(std::span<const TensorType> in, const Attrs&) {
   return {TensorType(in[0].dtype, in[0].dims)};
+}
+
+std::vector<TensorType> infer_copies(std::span<const TensorType> in, const Attrs&) {
+  std::vector<TensorType> out;
+  for (const TensorType& t : in) out.emplace_back(t.dtype, t.dims);
+  return out;
 }
 
 // torch.cat: same dtype and rank, equal dims except along `dim`. A 1-D empty
@@ -118,6 +126,14 @@ void register_shape_ops(OpList& ops) {
   contiguous.infer = infer_contiguous;
   contiguous.aten = {"aten.clone.default", "aten.contiguous.default"};
   ops.push_back(std::move(contiguous));
+
+  OpDef copies;
+  copies.name = "copies";
+  copies.inputs = {"xs"};
+  copies.variadic = true;
+  copies.num_outputs = 0;  // one per input
+  copies.infer = infer_copies;
+  ops.push_back(std::move(copies));
 
   OpDef concat;
   concat.name = "concat";

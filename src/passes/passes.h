@@ -90,6 +90,10 @@ bool recognize_gelu(Graph& graph);
 // fused ops matmul_epilogue and conv2d_fused; see fuse_epilogues.cpp.
 bool fuse_epilogues(Graph& graph);
 
+// Contiguous copies of values of one type become one `copies` node (one
+// launch on CUDA); see pair_copies.cpp.
+bool pair_copies(Graph& graph);
+
 // Groups connected elementwise ops (and casts) of the same output dims into
 // nodes of op "fused" with a body graph; see fuse_elementwise.cpp.
 bool fuse_elementwise(Graph& graph);

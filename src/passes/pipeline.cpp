@@ -24,6 +24,7 @@ const std::vector<PipelineStep>& default_pipeline() {
       }),
       single({"fuse_epilogues", fuse_epilogues}),
       single({"fuse_elementwise", fuse_elementwise}),
+      single({"pair_copies", pair_copies}),
       single({"dce", dce}),
   };
   return steps;

@@ -29,6 +29,16 @@ class ContiguousKernel final : public CpuKernel {
   }
 };
 
+// copies: each output a contiguous copy of its input.
+class CopiesKernel final : public CpuKernel {
+ public:
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, const CpuContext& ctx) const override {
+    for (size_t k = 0; k < in.size(); ++k)
+      strided_copy(ctx.pool, in[k].dims, in[k].data, in[k].strides, out[k].data, out[k].strides,
+                   dtype_size(in[k].dtype));
+  }
+};
+
 class ConcatKernel final : public CpuKernel {
  public:
   explicit ConcatKernel(size_t dim) : dim_(dim) {}
@@ -112,6 +122,7 @@ class ArangeKernel final : public CpuKernel {
 };
 
 std::unique_ptr<CpuKernel> make_contiguous(const Node&, std::string*) { return std::make_unique<ContiguousKernel>(); }
+std::unique_ptr<CpuKernel> make_copies(const Node&, std::string*) { return std::make_unique<CopiesKernel>(); }
 
 std::unique_ptr<CpuKernel> make_concat(const Node& node, std::string*) {
   const int64_t rank = static_cast<int64_t>(node.outputs[0]->type.rank());
@@ -136,6 +147,7 @@ std::unique_ptr<CpuKernel> make_arange(const Node& node, std::string*) {
 
 void register_data_kernels(KernelMap& map) {
   map["contiguous"] = make_contiguous;
+  map["copies"] = make_copies;
   map["concat"] = make_concat;
   map["constant_pad"] = make_constant_pad;
   map["full"] = make_full;

@@ -25,8 +25,9 @@ unsigned blocks_for(int64_t n) {
 
 template <typename W>
 __global__ void copy_kernel(const __grid_constant__ CopyArgs a) {
-  const W* src = static_cast<const W*>(a.src);
-  W* dst = static_cast<W*>(a.dst);
+  const int member = static_cast<int>(blockIdx.y);  // 0 unless launch_copy_group moves several copies
+  const W* src = static_cast<const W*>(member == 0 ? a.src : a.more_src[member - 1]);
+  W* dst = static_cast<W*>(member == 0 ? a.dst : a.more_dst[member - 1]);
   const int64_t* const strides[2] = {a.src_strides, a.dst_strides};
   KILN_GRID_LOOP(i, a.space.n) {
     int64_t off[2];
@@ -88,7 +89,9 @@ cudaError_t by_width(int elem_size, int64_t n, const Args& a, cudaStream_t s) {
 
 template <typename W>
 struct CopyK {
-  static void launch(const CopyArgs& a, unsigned b, cudaStream_t s) { copy_kernel<W><<<b, kThreads, 0, s>>>(a); }
+  static void launch(const CopyArgs& a, unsigned b, cudaStream_t s) {
+    copy_kernel<W><<<dim3(b, static_cast<unsigned>(a.members)), kThreads, 0, s>>>(a);
+  }
 };
 template <typename W>
 struct FillK {
@@ -132,14 +135,57 @@ CopyArgs widened(CopyArgs a) {
 
 }  // namespace
 
-cudaError_t launch_copy(const CopyArgs& args, cudaStream_t s) {
-  if (args.space.n == 0) return cudaSuccess;
+namespace {
+
+CopyArgs prepared(const CopyArgs& args) {
   CopyArgs a = args;
   collapse(a.space, {a.src_strides, a.dst_strides});
-  a = widened(a);
+  return widened(a);
+}
+
+cudaError_t launch_prepared(const CopyArgs& a, cudaStream_t s) {
   if (a.elem_size != 16) return by_width<CopyK>(a.elem_size, a.space.n, a, s);
   CopyK<uint4>::launch(a, blocks_for(a.space.n), s);
   return cudaGetLastError();
+}
+
+// Same collapsed space, word size and strides: one kernel walks both the same way.
+bool same_walk(const CopyArgs& a, const CopyArgs& b) {
+  if (a.elem_size != b.elem_size || a.space.rank != b.space.rank || a.space.n != b.space.n) return false;
+  for (int d = 0; d < a.space.rank; ++d)
+    if (a.space.dims[d] != b.space.dims[d] || a.src_strides[d] != b.src_strides[d] ||
+        a.dst_strides[d] != b.dst_strides[d])
+      return false;
+  return true;
+}
+
+}  // namespace
+
+cudaError_t launch_copy(const CopyArgs& args, cudaStream_t s) {
+  if (args.space.n == 0) return cudaSuccess;
+  CopyArgs a = prepared(args);
+  a.members = 1;
+  return launch_prepared(a, s);
+}
+
+cudaError_t launch_copy_group(const CopyArgs* copies, int n, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  CopyArgs group = prepared(copies[0]);
+  group.members = 1;
+  bool one_launch = n <= kMaxCopyGroup && group.space.n > 0;
+  for (int k = 1; k < n && one_launch; ++k) {
+    const CopyArgs member = prepared(copies[k]);
+    one_launch = same_walk(group, member);
+    group.more_src[k - 1] = member.src;
+    group.more_dst[k - 1] = member.dst;
+  }
+  if (!one_launch) {
+    for (int k = 0; k < n; ++k)
+      if (cudaError_t e = launch_copy(copies[k], s); e != cudaSuccess) return e;
+    return cudaSuccess;
+  }
+  group.members = n;
+  return launch_prepared(group, s);
 }
 
 cudaError_t launch_fill(const FillArgs& args, cudaStream_t s) {

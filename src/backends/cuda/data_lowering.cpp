@@ -5,6 +5,7 @@
 // have no kernel (the runtime binds them).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/data_copy.h"
 #include "backends/cuda/cuda_common.h"
@@ -33,6 +34,21 @@ class ContiguousKernel final : public CudaKernel {
   void launch(std::span<const TensorView> in, std::span<const TensorView> out, cudaStream_t s) const override {
     check_launch(launch_copy(
         copy_args(in[0].dims, in[0].data, in[0].strides, out[0].data, out[0].strides, dtype_size(in[0].dtype)), s));
+  }
+};
+
+// copies: contiguous copies of inputs that share a layout, in one launch (launch_copy_group).
+class CopiesKernel final : public CudaKernel {
+ public:
+  using CudaKernel::CudaKernel;
+
+ protected:
+  void launch(std::span<const TensorView> in, std::span<const TensorView> out, cudaStream_t s) const override {
+    std::vector<CopyArgs> copies;
+    for (size_t k = 0; k < in.size(); ++k)
+      copies.push_back(copy_args(in[k].dims, in[k].data, in[k].strides, out[k].data, out[k].strides,
+                                 dtype_size(in[k].dtype)));
+    check_launch(launch_copy_group(copies.data(), static_cast<int>(copies.size()), s));
   }
 };
 
@@ -256,6 +272,7 @@ std::unique_ptr<BackendKernel> make_indexed(const Node& node, const LowerContext
 
 void register_data_kernels(KernelMap& map) {
   map["contiguous"] = &make_simple<ContiguousKernel>;
+  map["copies"] = &make_simple<CopiesKernel>;
   map["concat"] = &make_concat;
   map["constant_pad"] = &make_constant_pad;
   map["full"] = &make_full;

@@ -56,6 +56,7 @@ cudaError_t launch_elementwise(int op, Compute c, const ElementwiseArgs& args, c
 // ---- data movement (data_kernels.cu) -------------------------------------------
 
 // dst[i] = src[i] over space, both strided; elements moved as bytes.
+inline constexpr int kMaxCopyGroup = 4;
 struct CopyArgs {
   IndexSpace space;
   int elem_size = 4;  // 1, 2, 4 or 8
@@ -63,8 +64,15 @@ struct CopyArgs {
   int64_t src_strides[kMaxRank] = {};
   void* dst = nullptr;
   int64_t dst_strides[kMaxRank] = {};
+  // More copies of the same space and strides at other addresses, one per blockIdx.y (launch_copy_group).
+  int members = 1;
+  const void* more_src[kMaxCopyGroup - 1] = {};
+  void* more_dst[kMaxCopyGroup - 1] = {};
 };
 cudaError_t launch_copy(const CopyArgs& args, cudaStream_t stream);
+// The `n` copies (at most kMaxCopyGroup) in one launch when they share their space and strides (after
+// collapsing and widening), else one launch each.
+cudaError_t launch_copy_group(const CopyArgs* copies, int n, cudaStream_t stream);
 
 struct FillArgs {
   IndexSpace space;

@@ -116,6 +116,12 @@ TEST(CudaFastPaths, PermutedCopiesMatchCpu) {
     HostTensor heads = random_tensor(d, {2, 12, 197, 64}, rng);
     HostTensor merged = view_of(heads, {2, 197, 12, 64}, {12 * 197 * 64, 64, 197 * 64, 1});
     EXPECT_TRUE(check_op("contiguous", {&merged}, {}, "heads merge " + tag));
+    // copies (pair_copies): a key and a value split from one buffer, moved in one launch; with a third of
+    // another layout they take one launch each.
+    HostTensor bshd2 = random_tensor(d, {2, 197, 12, 64}, rng);
+    HostTensor bhsd2 = view_of(bshd2, {2, 12, 197, 64}, {197 * 12 * 64, 64, 12 * 64, 1});
+    EXPECT_TRUE(check_op("copies", {&bhsd, &bhsd2}, {}, "copies of a key and a value " + tag));
+    EXPECT_TRUE(check_op("copies", {&bhsd, &bhsd2, &merged}, {}, "copies of mixed layouts " + tag));
     // Misaligned for wide words by one element, and by 4 and 8 bytes: narrower words or none. (Never below
     // the element's own alignment, which every tensor has: an 8-byte element at a 4-byte address faults.)
     for (size_t shift : {dtype_size(d), size_t{4}, size_t{8}})

@@ -62,6 +62,7 @@ const std::map<std::string, std::function<bool(Graph&)>>& passes_by_folder() {
       {"narrow_attention", narrow_attention},
       {"causal_masks", causal_masks},
       {"recognize_gelu", recognize_gelu},
+      {"pair_copies", pair_copies},
       {"read_through_copies", read_through_copies},
       {"matmul_row_order", matmul_row_order},
       {"choose_layout", choose_layout},
@@ -122,6 +123,7 @@ TEST(IrFiles, FuseAttention) { check_folder("fuse_attention"); }
 TEST(IrFiles, NarrowAttention) { check_folder("narrow_attention"); }
 TEST(IrFiles, CausalMasks) { check_folder("causal_masks"); }
 TEST(IrFiles, RecognizeGelu) { check_folder("recognize_gelu"); }
+TEST(IrFiles, PairCopies) { check_folder("pair_copies"); }
 TEST(IrFiles, ReadThroughCopies) { check_folder("read_through_copies"); }
 TEST(IrFiles, MatmulRowOrder) { check_folder("matmul_row_order"); }
 TEST(IrFiles, ChooseLayout) { check_folder("choose_layout"); }

@@ -133,7 +133,7 @@ TEST(PassManager, DefaultPipelineListsThePassesInOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"verify", "dce", "patchify_convs", "simplify (fixpoint)", "recognize_gelu (fixpoint)", "fold_literals (fixpoint)",
                                              "cse (fixpoint)", "fuse_attention (fixpoint)",
                                              "narrow_attention (fixpoint)", "causal_masks (fixpoint)", "matmul_row_order (fixpoint)",
-                                             "read_through_copies (fixpoint)", "fuse_epilogues", "fuse_elementwise",
+                                             "read_through_copies (fixpoint)", "fuse_epilogues", "fuse_elementwise", "pair_copies",
                                              "dce"}));
 }
 
