@@ -8,10 +8,11 @@
 // A later copy B joins an earlier copy (or copies node) A of the same input
 // type whose input is a view of the same value as B's (so no buffer lives
 // longer than before: copies of other layers' values stay apart, which would
-// keep one layer's projection alive into the next): the merged node takes A's place when B's input is computed before A
-// (B's result is only ready earlier than before), else B's place when nothing
-// reads A's results before B (they are only ready later). At most kMaxCopies
-// members per node. Values keep their names.
+// keep one layer's projection alive into the next). The merged node takes A's
+// place when B's input is computed before A (B's result is only ready earlier
+// than before), else B's place when nothing reads A's results before B (they
+// are only ready later). At most kMaxCopies members per node. Values keep
+// their names.
 #include <unordered_map>
 
 #include "ops/op_def.h"

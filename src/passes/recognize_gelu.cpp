@@ -32,16 +32,12 @@ namespace {
 constexpr double kSqrtTwoOverPi = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kCubic = 0.044715;
 
-// `v` is a literal whose every element is `expected` rounded to v's dtype.
+// `v` is a floating literal whose every element is `expected` rounded to v's dtype.
 bool literal_is(const Value* v, double expected) {
   if (v->kind != ValueKind::literal || !is_floating(v->type.dtype) || v->literal_data.empty()) return false;
-  const size_t size = dtype_size(v->type.dtype);
-  std::vector<uint8_t> rounded(size);
+  std::vector<uint8_t> rounded(dtype_size(v->type.dtype));
   store_scalar(rounded.data(), v->type.dtype, expected);
-  const double want = load_scalar(rounded.data(), v->type.dtype);
-  for (size_t off = 0; off + size <= v->literal_data.size(); off += size)
-    if (load_scalar(v->literal_data.data() + off, v->type.dtype) != want) return false;
-  return true;
+  return literal_all_equal(v, load_scalar(rounded.data(), v->type.dtype));
 }
 
 // The node of op `op` producing `v` when `v` is used once (inside the pattern) and is not a graph output.

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "ir/literal.h"
 #include "ops/op_def.h"
 #include "ops/view_offset.h"
 #include "support/error.h"
@@ -16,6 +17,14 @@ Node* producer_of(const Value* v, std::string_view op) {
 }
 
 bool single_use(const Value* v, const Graph& g) { return v->users.size() == 1 && !g.is_graph_output(v); }
+
+bool literal_all_equal(const Value* v, double value) {
+  if (v->kind != ValueKind::literal) return false;
+  const size_t size = dtype_size(v->type.dtype);
+  for (size_t off = 0; off + size <= v->literal_data.size(); off += size)
+    if (load_scalar(v->literal_data.data() + off, v->type.dtype) != value) return false;
+  return true;
+}
 
 std::vector<Node*> distinct_users(const Value* v) {
   std::vector<Node*> users;

@@ -13,6 +13,8 @@ namespace kiln {
 Node* producer_of(const Value* v, std::string_view op);
 // `v` has exactly one use, and is not a graph output.
 bool single_use(const Value* v, const Graph& g);
+// `v` is a literal whose every element equals `value` (as a double).
+bool literal_all_equal(const Value* v, double value);
 // The nodes reading `v`, each once, in the order of v->users (which lists a node once per use).
 std::vector<Node*> distinct_users(const Value* v);
 // The graph's nodes of op `op`, in order: collected before a pass rewrites around them.

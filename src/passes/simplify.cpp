@@ -46,14 +46,6 @@ bool exact_in(DType from, DType to) {
   }
 }
 
-bool literal_all_equal(const Value* v, double value) {
-  if (v->kind != ValueKind::literal) return false;
-  const size_t size = dtype_size(v->type.dtype);
-  for (size_t off = 0; off + size <= v->literal_data.size(); off += size)
-    if (load_scalar(v->literal_data.data() + off, v->type.dtype) != value) return false;
-  return true;
-}
-
 const Node* producer_op(const Value* v, std::string_view op) {
   return v->producer != nullptr && v->producer->op->name == op ? v->producer : nullptr;
 }
