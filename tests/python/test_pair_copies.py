@@ -22,7 +22,9 @@ def test_gpt2_key_and_value_copies_pair_up(device):
     assert not report.fallbacks, str(report)
     assert_close(got.last_hidden_state, expected.last_hidden_state, torch.float32)
     for layer in range(config.n_layer):
-        for g, e in zip(got.past_key_values[layer], expected.past_key_values[layer]):
+        # Cache layers as transformers 4.56+ and 5 both expose them (5's DynamicCache is not subscriptable).
+        got_layer, expected_layer = got.past_key_values.layers[layer], expected.past_key_values.layers[layer]
+        for g, e in zip((got_layer.keys, got_layer.values), (expected_layer.keys, expected_layer.values)):
             assert g.is_contiguous() and g.shape == e.shape
             assert_close(g, e, torch.float32)
     texts = [r.exe._native.graph_text() for g in report.graphs for r in g.region_modules]

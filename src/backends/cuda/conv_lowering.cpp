@@ -256,8 +256,9 @@ class ConvKernel final : public CudaKernel {
         const BackendDescriptor& bias = keep.back();
         if (graph_relu_) {
           keep.push_back(make_tensor(kBiasOut, f32, y.dims, y.strides, virtual_align, true, what_));
-          pointwise(CUDNN_POINTWISE_ADD, *last, &bias, keep.back());
-          last = &keep.back();
+          const BackendDescriptor& biased = keep.back();  // pointwise() pushes more onto keep
+          pointwise(CUDNN_POINTWISE_ADD, *last, &bias, biased);
+          last = &biased;
         } else {
           pointwise(CUDNN_POINTWISE_ADD, *last, &bias, ty);
         }
