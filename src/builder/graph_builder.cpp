@@ -1,6 +1,12 @@
 // GraphBuilder: promotion, scalar literals and view-or-copy reshapes.
 #include "builder/graph_builder.h"
 
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ir/literal.h"
 #include "support/error.h"
 
 namespace kiln {
@@ -10,6 +16,34 @@ DType scalar_dtype(const Operand& o) {
   if (std::holds_alternative<double>(o)) return DType::f32;  // torch's default float dtype
   if (std::holds_alternative<int64_t>(o)) return DType::i64;
   return DType::boolean;
+}
+
+// Whether `dtype` holds the number exactly (NaN counts as held: it stays NaN).
+bool holds_exactly(double v, DType dtype) {
+  if (std::isnan(v)) return true;
+  std::vector<uint8_t> bytes(dtype_size(dtype));
+  store_scalar(bytes.data(), dtype, v);
+  return load_scalar(bytes.data(), dtype) == v;
+}
+
+// Note [Scalars in f16 and bf16]: torch's mul and div of an f16/bf16 tensor
+// by a Python number read the number in f32 (their "opmath" type), compute in
+// f32 and round once, while add, sub and pow read it rounded to the tensor's
+// dtype (measured on the CPU with torch 2.14.1: x * 0.1 in f16 differed from a
+// rounded literal's answer in a third of its elements, x + 0.3 agreed with
+// it). So a mul or div by a number the dtype cannot hold is built as
+// cast(op(cast(x, f32), number in f32), dtype), one fused kernel on CUDA;
+// numbers the dtype holds (0.5, 8.0, 0.125, small integers) keep the plain
+// form, which the pattern passes expect, and recognize_gelu and
+// fuse_attention also see through this one (its literal is the number in f32).
+bool computes_in_f32(std::string_view op, const std::vector<Operand>& operands, DType t) {
+  if ((op != "mul" && op != "div") || (t != DType::f16 && t != DType::bf16)) return false;
+  for (const Operand& o : operands) {
+    if (const auto* d = std::get_if<double>(&o); d != nullptr && !holds_exactly(*d, t)) return true;
+    if (const auto* i = std::get_if<int64_t>(&o); i != nullptr && !holds_exactly(static_cast<double>(*i), t))
+      return true;
+  }
+  return false;
 }
 }  // namespace
 
@@ -83,6 +117,12 @@ Value* GraphBuilder::elementwise(std::string_view name, std::vector<Operand> ope
   } else {
     DType t = result_type(operands);
     if (info.kind == ElementwiseKind::floating && !is_floating(t)) t = DType::f32;
+    if (computes_in_f32(name, operands, t)) {  // Note [Scalars in f16 and bf16]
+      for (const Operand& o : operands) inputs.push_back(to_value(o, DType::f32));
+      Value* wide = op1(name, std::move(inputs));
+      set_next_name(node_name);
+      return cast(wide, t);
+    }
     for (const Operand& o : operands) inputs.push_back(to_value(o, t));
   }
   set_next_name(node_name);

@@ -85,8 +85,15 @@ struct Source {
   bool grouped = false;     // value's last batch dim is a grouped-query head count
 };
 
-// x * c, c * x or x / c with c a scalar literal and no broadcast or promotion.
+// x * c, c * x or x / c with c a scalar literal and no broadcast or promotion, also in the builder's f32
+// form for an f16/bf16 x (Note [Scalars in f16 and bf16]; LLaMA's 128**-0.5 is one).
 std::optional<std::pair<Value*, double>> scalar_factor(const Node* n) {
+  if (n->op->name == "cast") {
+    const WidenedScalarOp w = widened_scalar_op(n->outputs[0]);
+    auto f = w.op != nullptr ? scalar_factor(w.op) : std::nullopt;
+    if (f) f->first = w.x;
+    return f;
+  }
   const std::string& op = n->op->name;
   if ((op != "mul" && op != "div") || n->inputs.size() != 2) return std::nullopt;
   const TensorType& out = n->outputs[0]->type;

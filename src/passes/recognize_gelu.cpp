@@ -9,14 +9,15 @@
 //
 // Matched up to the order of each mul's and add's operands, with x^3 as
 // pow(x, 3) or (x*x)*x (simplify's form of it). The constants must equal the
-// canonical ones rounded to the literal's dtype (an f16/bf16 graph holds them
-// rounded). Every intermediate must be used only inside the pattern.
+// canonical ones rounded to the literal's dtype; in f16/bf16 graphs the two
+// inexact ones are products computed in f32 (Note [Scalars in f16 and bf16],
+// builder/graph_builder.cpp). Every intermediate must be used only inside
+// the pattern.
 //
 // Numerics: gelu_tanh computes in f32 with the exact constants and rounds
-// once, where the op-by-op graph rounds after every op and, in f16/bf16, uses
-// the rounded constants kiln's literals hold (torch's kernels keep the Python
-// scalars in f32). The two differ by a few units in the last place of the
-// dtype, as torch's own F.gelu(approximate="tanh") differs from the formula.
+// once, where the op-by-op graph (and torch) rounds after every op. The two
+// differ by a few units in the last place of the dtype, as torch's own
+// F.gelu(approximate="tanh") differs from the formula.
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,16 @@ Value* other_than_literal(const Node* n, double constant) {
   return nullptr;
 }
 
+// y when `v` is y * constant, single-use inside the pattern: a mul in v's dtype, or the builder's f32 form
+// of it (Note [Scalars in f16 and bf16]), which f16 and bf16 graphs hold for 0.044715 and sqrt(2/pi).
+Value* times_constant(const Graph& g, const Value* v, double constant) {
+  if (Node* m = inner(g, v, "mul")) return other_than_literal(m, constant);
+  const WidenedScalarOp w = widened_scalar_op(v);
+  if (w.op == nullptr || w.op->op->name != "mul" || !single_use(v, g) || !single_use(w.op->outputs[0], g)) return nullptr;
+  const Value* widened = other_than_literal(w.op, constant);
+  return widened != nullptr && single_use(widened, g) ? w.x : nullptr;
+}
+
 // v is x^3: pow(x, 3), or (x*x)*x in either order of the outer product.
 bool is_cube_of(const Graph& g, const Value* v, const Value* x) {
   if (Node* p = inner(g, v, "pow")) return p->inputs[0] == x && literal_is(p->inputs[1], 3.0);
@@ -67,14 +78,12 @@ bool is_cube_of(const Graph& g, const Value* v, const Value* x) {
 
 // `tanh_arg` is sqrt(2/pi) * (x + 0.044715 * x^3).
 bool is_gelu_tanh_argument(const Graph& g, const Value* tanh_arg, const Value* x) {
-  Node* scaled = inner(g, tanh_arg, "mul");
-  Value* sum = scaled != nullptr ? other_than_literal(scaled, kSqrtTwoOverPi) : nullptr;
+  Value* sum = times_constant(g, tanh_arg, kSqrtTwoOverPi);
   Node* add = sum != nullptr ? inner(g, sum, "add") : nullptr;
   if (add == nullptr) return false;
   for (int i = 0; i < 2; ++i) {
     if (add->inputs[i] != x) continue;
-    Node* cubic = inner(g, add->inputs[1 - i], "mul");
-    Value* cube = cubic != nullptr ? other_than_literal(cubic, kCubic) : nullptr;
+    Value* cube = times_constant(g, add->inputs[1 - i], kCubic);
     if (cube != nullptr && is_cube_of(g, cube, x)) return true;
   }
   return false;

@@ -26,6 +26,25 @@ bool literal_all_equal(const Value* v, double value) {
   return true;
 }
 
+WidenedScalarOp widened_scalar_op(const Value* v) {
+  const DType dtype = v->type.dtype;
+  const Node* narrow = producer_of(v, "cast");
+  if ((dtype != DType::f16 && dtype != DType::bf16) || narrow == nullptr) return {};
+  Node* op = narrow->inputs[0]->producer;
+  if (op == nullptr || (op->op->name != "mul" && op->op->name != "div") || op->inputs.size() != 2 ||
+      op->outputs[0]->type.dtype != DType::f32)
+    return {};
+  for (size_t i = 0; i < 2; ++i) {
+    const Value* c = op->inputs[1 - i];
+    const Node* widen = producer_of(op->inputs[i], "cast");
+    if (c->kind != ValueKind::literal || c->type.rank() != 0 || c->type.dtype != DType::f32 || widen == nullptr)
+      continue;
+    Value* x = widen->inputs[0];
+    if (x->type.dtype == dtype && x->type.dims == v->type.dims) return {op, x};
+  }
+  return {};
+}
+
 std::vector<Node*> distinct_users(const Value* v) {
   std::vector<Node*> users;
   for (Node* u : v->users)

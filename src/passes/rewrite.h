@@ -15,6 +15,16 @@ Node* producer_of(const Value* v, std::string_view op);
 bool single_use(const Value* v, const Graph& g);
 // `v` is a literal whose every element equals `value` (as a double).
 bool literal_all_equal(const Value* v, double value);
+// Note [Scalars in f16 and bf16] (builder/graph_builder.cpp): the builder makes
+// a mul or div of an f16/bf16 value by a number that dtype cannot hold
+// cast(op(cast(x, f32), c), dtype), c a rank-0 f32 literal. For `v` of that
+// form: the op node (mul or div, its inputs the widened x and c in either
+// order) and x; `op` is null otherwise.
+struct WidenedScalarOp {
+  Node* op = nullptr;
+  Value* x = nullptr;
+};
+WidenedScalarOp widened_scalar_op(const Value* v);
 // The nodes reading `v`, each once, in the order of v->users (which lists a node once per use).
 std::vector<Node*> distinct_users(const Value* v);
 // The graph's nodes of op `op`, in order: collected before a pass rewrites around them.

@@ -116,6 +116,21 @@ def test_plain_softmax_attention_fuses_with_its_scale():
     _check_fused(report)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_scale_the_dtype_cannot_hold_still_fuses(dtype):
+    # LLaMA's eager attention multiplies by head_dim ** -0.5; 32 ** -0.5 is no f16 or bf16 number, so the
+    # product is built in f32 (Note [Scalars in f16 and bf16]) and fuse_attention reads the scale from there.
+    fn = lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 32 ** -0.5, -1) @ v  # noqa: E731
+    q, k, v = _qkv(2, 3, 5, 7, 32, dtype)
+    with torch.no_grad():
+        expected = fn(q, k, v)
+    got, report = compile_and_report(fn, q, k, v)
+    assert_close(got, expected, dtype)
+    _check_fused(report)
+    scales = re.findall(r"scale=([0-9.e-]+)", "\n".join(_graph_texts(report)))
+    assert [float(s) for s in scales] == pytest.approx([32 ** -0.5], rel=1e-7), scales
+
+
 def test_attention_weights_used_elsewhere_are_not_fused():
     """When the probabilities are an output too, fusing would compute them twice: kiln keeps bmm/softmax."""
     def fn(q, k, v):

@@ -9,14 +9,15 @@ import torch
 
 from conftest import assert_close, compile_and_report
 
-TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.bfloat16: dict(atol=8e-2, rtol=8e-2)}
+TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.float16: dict(atol=1e-2, rtol=1e-2),
+       torch.bfloat16: dict(atol=8e-2, rtol=8e-2)}
 
 
 def _graph_texts(report):
     return [r.exe._native.graph_text() for g in report.graphs for r in g.region_modules]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 def test_gpt2_mlp_gelu_becomes_the_products_epilogue(dtype, device):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
