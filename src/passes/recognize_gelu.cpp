@@ -59,7 +59,8 @@ Value* other_than_literal(const Node* n, double constant) {
 Value* times_constant(const Graph& g, const Value* v, double constant) {
   if (Node* m = inner(g, v, "mul")) return other_than_literal(m, constant);
   const WidenedScalarOp w = widened_scalar_op(v);
-  if (w.op == nullptr || w.op->op->name != "mul" || !single_use(v, g) || !single_use(w.op->outputs[0], g)) return nullptr;
+  if (w.op == nullptr || w.op->op->name != "mul" || !single_use(v, g) || !single_use(w.op->outputs[0], g))
+    return nullptr;
   const Value* widened = other_than_literal(w.op, constant);
   return widened != nullptr && single_use(widened, g) ? w.x : nullptr;
 }
