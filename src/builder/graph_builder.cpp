@@ -26,19 +26,34 @@ bool holds_exactly(double v, DType dtype) {
   return load_scalar(bytes.data(), dtype) == v;
 }
 
-// Note [Scalars in f16 and bf16]: torch's mul and div of an f16/bf16 tensor
-// by a Python number read the number in f32 (their "opmath" type), compute in
-// f32 and round once, while add, sub and pow read it rounded to the tensor's
-// dtype (measured on the CPU with torch 2.14.1: x * 0.1 in f16 differed from a
-// rounded literal's answer in a third of its elements, x + 0.3 agreed with
-// it). So a mul or div by a number the dtype cannot hold is built as
+// A 0-d constant of a wider float dtype that `t` cannot hold: a literal, or a `full` (aten.scalar_tensor).
+// Other 0-d tensors (inputs, weights) may live on the device, where torch's kernels round them to `t`.
+bool wider_scalar_constant(const Value& v, DType t) {
+  if (v.type.rank() != 0 || !is_floating(v.type.dtype) || dtype_size(v.type.dtype) <= dtype_size(t)) return false;
+  if (v.kind == ValueKind::literal) return !holds_exactly(load_scalar(v.literal_data.data(), v.type.dtype), t);
+  const Node* p = v.producer;
+  return p != nullptr && p->op->name == "full" && !holds_exactly(p->attrs.get_float("value"), t);
+}
+
+// Note [Scalars in f16 and bf16]: torch's kernels for an f16/bf16 tensor and
+// a number (a Python number, or a 0-d tensor constant: a CPU scalar to them)
+// read it at a precision of their own, measured on the CPU with torch 2.14.1:
+//   - mul and div read it in f32 (their "opmath" type), compute in f32 and
+//     round once: x * 0.1 in f16 differed from a rounded literal's answer in a
+//     third of its elements;
+//   - add, sub and pow read it rounded to the tensor's dtype;
+//   - add and sub with an alpha compute a + alpha * b in f32 and round once,
+//     alpha rounded to the dtype (aten_elementwise.cpp builds that).
+// So a mul or div by a number the dtype cannot hold is built as
 // cast(op(cast(x, f32), number in f32), dtype), one fused kernel on CUDA;
 // numbers the dtype holds (0.5, 8.0, 0.125, small integers) keep the plain
 // form, which the pattern passes expect, and recognize_gelu and
 // fuse_attention also see through this one (its literal is the number in f32).
+// torch's CUDA kernels have not been compared yet (bench/scalar_precision.py).
 bool computes_in_f32(std::string_view op, const std::vector<Operand>& operands, DType t) {
   if ((op != "mul" && op != "div") || (t != DType::f16 && t != DType::bf16)) return false;
   for (const Operand& o : operands) {
+    if (const auto* v = std::get_if<Value*>(&o); v != nullptr && wider_scalar_constant(**v, t)) return true;
     if (const auto* d = std::get_if<double>(&o); d != nullptr && !holds_exactly(*d, t)) return true;
     if (const auto* i = std::get_if<int64_t>(&o); i != nullptr && !holds_exactly(static_cast<double>(*i), t))
       return true;
