@@ -7,6 +7,8 @@
 # Results go to $OUT; carry [".debs"] (see scripts/gpu_check.sh).
 #
 #   bash scripts/gpu_step.sh check          # build, every C++ test, pytest -k cuda
+#   bash scripts/gpu_step.sh first          # check, then the short measurements (graph addresses,
+#                                           # number precision, memory probes): a session's first call
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
 #   bash scripts/gpu_step.sh quick W,W...    # bench/run.py, kiln and reduce-overhead only (a check of a change)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py --backends eager,kiln per workload
@@ -21,7 +23,7 @@ OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]}"
+step="${1:?usage: gpu_step.sh check|first|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]}"
 shift
 
 ensure_built() {
@@ -45,6 +47,18 @@ case "$step" in
   check)
     bash "$ROOT/scripts/gpu_check.sh" -k cuda > "$OUT/check.txt" 2>&1
     tail -25 "$OUT/check.txt"; grep -E "^FAILED|\*\*\*Failed" "$OUT/pytest.log" "$OUT/ctest.log" | head -20 ;;
+  first)
+    bash "$ROOT/scripts/gpu_step.sh" check
+    cd "$ROOT"
+    python3 bench/cuda_graph_addresses.py > "$OUT/graph_addresses.txt" 2>&1; echo "graph addresses rc=$?"
+    python3 bench/scalar_precision.py --device cuda > "$OUT/scalar_precision.txt" 2>&1; echo "scalar precision rc=$?"
+    python3 -m kiln.memory_probe --layers 24 --width 8192 --device cuda --dtype fp16 --png "$OUT/memory_fp16.png" \
+      > "$OUT/memory_fp16.txt" 2>&1; echo "memory probe fp16 rc=$?"
+    python3 -m kiln.memory_probe --layers 24 --width 8192 --device cuda --dtype fp32 --precision fp16 --donate \
+      --png "$OUT/memory_donate.png" > "$OUT/memory_donate.txt" 2>&1; echo "memory probe donate rc=$?"
+    for f in graph_addresses scalar_precision memory_fp16 memory_donate; do
+      echo "== $f"; grep -v -i warn "$OUT/$f.txt" | tail -16
+    done ;;
   bench-1) bench linear24x8192_b8,resnet50_b1,resnet50_b32 ;;
   bench-2) bench vit_b_16_b1,vit_b_16_b32,bert_base_b1 ;;
   bench-3) bench bert_base_b32,gpt2_b1,gpt2_b32 ;;
