@@ -1,12 +1,13 @@
 """Which precision torch's kernels read a Python number at in f16/bf16 arithmetic, and whether kiln
 agrees (Note [Scalars in f16 and bf16], src/builder/graph_builder.cpp). For each op and dtype, the
-number of elements (of 4096) where eager differs from: the op computed in f32 with the number in f32,
+number of elements where eager differs from: the op computed in f32 with the number in f32,
 the op computed in f32 with the number rounded to the dtype, and kiln.
 
     python bench/scalar_precision.py [--device cpu|cuda]
 
-On the CPU with torch 2.14.1 (2026-12-03): mul and div read the number in f32, add, sub, rsub and pow
-read it rounded, and kiln agrees with eager everywhere. The CUDA kernels have not been compared yet."""
+On the CPU with torch 2.14.1 (2026-12-03): mul, div and the 0-d tensor read the number in f32; add,
+sub, rsub, pow and the alpha read it rounded (the alpha's a + alpha * b rounded once); kiln agrees with
+eager everywhere. The CUDA kernels have not been compared yet."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 
 import kiln  # noqa: F401  (registers the backend)
 
-NUMBER = {"mul": 0.1, "div": 0.3, "add": 0.3, "sub": 0.3, "rsub": 0.3, "pow": 0.3}
+NUMBER = {"mul": 0.1, "div": 0.3, "add": 0.3, "sub": 0.3, "rsub": 0.3, "pow": 0.3, "alpha": 0.1, "tensor": 0.1}
 APPLY = {
     "mul": lambda x, c: x * c,
     "div": lambda x, c: x / c,
@@ -24,6 +25,8 @@ APPLY = {
     "sub": lambda x, c: x - c,
     "rsub": lambda x, c: c - x,
     "pow": lambda x, c: x.abs() ** c,
+    "alpha": lambda x, c: torch.add(x[:2048], x[2048:], alpha=c),  # a + alpha * b
+    "tensor": lambda x, c: x * torch.tensor(c),  # a 0-d f32 tensor constant on the CPU
 }
 
 
@@ -31,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     device = parser.parse_args().device
-    print(f"torch {torch.__version__} on {device}: elements of 4096 where eager differs from ...")
+    print(f"torch {torch.__version__} on {device}: elements (of 4096; alpha: of 2048) where eager differs from ...")
     print(f"{'dtype':10} {'op':5} {'f32 number':>11} {'rounded number':>15} {'kiln':>6}")
     for dtype in (torch.float16, torch.bfloat16):
         x = (torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 10).to(device, dtype)
