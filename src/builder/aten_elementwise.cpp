@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "builder/aten_call.h"
+#include "ir/literal.h"
 #include "support/error.h"
 
 namespace kiln::aten_internal {
@@ -18,12 +19,12 @@ AtenAdapter binary(const char* op, bool has_alpha = false, bool reversed = false
     if (reversed) std::swap(first, second);
     if (has_alpha && c.has("alpha") && c.number("alpha") != 1.0) {
       DType t = c.b.result_type({first, second});
-      if (t == DType::f16 || t == DType::bf16) {
+      if (is_half(t)) {
         // torch's CPU kernels compute a + alpha * b in f32 and round once, reading alpha (and a Python
         // number operand) rounded to t (Note [Scalars in f16 and bf16]); two roundings differ.
         Value* a = c.b.cast(c.b.to_value(first, t), DType::f32);
         Value* b = c.b.cast(c.b.to_value(second, t), DType::f32);
-        Value* scaled = c.b.elementwise("mul", {b, c.b.cast(c.b.scalar(c.number("alpha"), t), DType::f32)});
+        Value* scaled = c.b.elementwise("mul", {b, c.b.scalar(round_to(t, c.number("alpha")), DType::f32)});
         return one(c.b.cast(c.b.elementwise(op, {a, scaled}), t));
       }
       second = c.b.elementwise("mul", {second, c.b.scalar(c.number("alpha"), t)});

@@ -110,7 +110,7 @@ void register_nn_adapters(AdapterMap& m) {
     if (x->type.rank() < 2 || groups <= 0 || channels % groups != 0)
       c.unsupported("group_norm needs [N, C, ...] with C divisible by the groups");
     const DType out = x->type.dtype;
-    const DType compute = out == DType::f16 || out == DType::bf16 ? DType::f32 : out;
+    const DType compute = is_half(out) ? DType::f32 : out;
     Value* rows = c.b.reshape(c.b.cast(x, compute), {n, groups, channels / groups * hw});
     Value* y = c.b.op1("layer_norm", {rows}, attrs({{"normalized_rank", int64_t{1}}, {"eps", c.number_or("eps", 1e-5)}}));
     y = c.b.reshape(y, x->type.dims);

@@ -2,7 +2,6 @@
 #include "builder/graph_builder.h"
 
 #include <cmath>
-#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -19,12 +18,7 @@ DType scalar_dtype(const Operand& o) {
 }
 
 // Whether `dtype` holds the number exactly (NaN counts as held: it stays NaN).
-bool holds_exactly(double v, DType dtype) {
-  if (std::isnan(v)) return true;
-  std::vector<uint8_t> bytes(dtype_size(dtype));
-  store_scalar(bytes.data(), dtype, v);
-  return load_scalar(bytes.data(), dtype) == v;
-}
+bool holds_exactly(double v, DType dtype) { return std::isnan(v) || round_to(dtype, v) == v; }
 
 // A 0-d constant of a wider float dtype that `t` cannot hold: a literal, or a `full` (aten.scalar_tensor).
 // Other 0-d tensors (inputs, weights) may live on the device, where torch's kernels round them to `t`.
@@ -51,7 +45,7 @@ bool wider_scalar_constant(const Value& v, DType t) {
 // fuse_attention also see through this one (its literal is the number in f32).
 // torch's CUDA kernels have not been compared yet (bench/scalar_precision.py).
 bool computes_in_f32(std::string_view op, const std::vector<Operand>& operands, DType t) {
-  if ((op != "mul" && op != "div") || (t != DType::f16 && t != DType::bf16)) return false;
+  if ((op != "mul" && op != "div") || !is_half(t)) return false;
   for (const Operand& o : operands) {
     if (const auto* v = std::get_if<Value*>(&o); v != nullptr && wider_scalar_constant(**v, t)) return true;
     if (const auto* d = std::get_if<double>(&o); d != nullptr && !holds_exactly(*d, t)) return true;

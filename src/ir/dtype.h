@@ -24,6 +24,7 @@ inline bool is_integral(DType d) {  // integers, not bool
   return d == DType::i64 || d == DType::i32 || d == DType::i16 || d == DType::i8 || d == DType::u8;
 }
 inline bool is_bool(DType d) { return d == DType::boolean; }
+inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }  // the 16-bit floats
 
 // torch's promotion of two tensor dtypes (bool < integers < floats; f16 with bf16 gives f32).
 DType promote_types(DType a, DType b);

@@ -37,6 +37,12 @@ double load_scalar(const void* p, DType dtype) {
   return 0;
 }
 
+double round_to(DType dtype, double v) {
+  alignas(8) unsigned char element[8];  // the widest dtype
+  store_scalar(element, dtype, v);
+  return load_scalar(element, dtype);
+}
+
 void store_scalar(void* p, DType dtype, double v) {
   switch (dtype) {
     case DType::f32: write<float>(p, static_cast<float>(v)); break;

@@ -8,5 +8,7 @@ namespace kiln {
 
 double load_scalar(const void* p, DType dtype);
 void store_scalar(void* p, DType dtype, double v);
+// `v` as an element of `dtype` holds it (rounded, saturated or truncated as store_scalar writes it).
+double round_to(DType dtype, double v);
 
 }  // namespace kiln

@@ -43,7 +43,7 @@ bool channels_last(const Node& n) {
 bool conv_candidate(const Node& n, const WeightExprs& exprs) {
   if (!is_conv(n) || channels_last(n)) return false;
   const DType d = n.outputs[0]->type.dtype;
-  return (d == DType::f16 || d == DType::bf16) && n.inputs[0]->type.rank() == 4 && exprs.is_constant(n.inputs[1]);
+  return is_half(d) && n.inputs[0]->type.rank() == 4 && exprs.is_constant(n.inputs[1]);
 }
 
 // `chain_values`: outputs of chain nodes; `entering`: NCHW values a chain node converts to NHWC.

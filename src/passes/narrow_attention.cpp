@@ -26,7 +26,7 @@ Value* widened_from(Value* v) {
   Node* c = v->producer;
   if (c == nullptr || c->op->name != "cast" || v->type.dtype != DType::f32) return nullptr;
   Value* src = c->inputs[0];
-  return src->type.dtype == DType::f16 || src->type.dtype == DType::bf16 ? src : nullptr;
+  return is_half(src->type.dtype) ? src : nullptr;
 }
 
 // The reshapes from the attention's result to its one narrowing cast, and that cast.

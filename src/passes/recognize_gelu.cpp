@@ -18,7 +18,6 @@
 // once, where the op-by-op graph (and torch) rounds after every op. The two
 // differ by a few units in the last place of the dtype, as torch's own
 // F.gelu(approximate="tanh") differs from the formula.
-#include <cstdint>
 #include <vector>
 
 #include "ir/literal.h"
@@ -36,9 +35,7 @@ constexpr double kCubic = 0.044715;
 // `v` is a floating literal whose every element is `expected` rounded to v's dtype.
 bool literal_is(const Value* v, double expected) {
   if (v->kind != ValueKind::literal || !is_floating(v->type.dtype) || v->literal_data.empty()) return false;
-  std::vector<uint8_t> rounded(dtype_size(v->type.dtype));
-  store_scalar(rounded.data(), v->type.dtype, expected);
-  return literal_all_equal(v, load_scalar(rounded.data(), v->type.dtype));
+  return literal_all_equal(v, round_to(v->type.dtype, expected));
 }
 
 // The node of op `op` producing `v` when `v` is used once (inside the pattern) and is not a graph output.

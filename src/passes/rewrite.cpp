@@ -29,7 +29,7 @@ bool literal_all_equal(const Value* v, double value) {
 WidenedScalarOp widened_scalar_op(const Value* v) {
   const DType dtype = v->type.dtype;
   const Node* narrow = producer_of(v, "cast");
-  if ((dtype != DType::f16 && dtype != DType::bf16) || narrow == nullptr) return {};
+  if (!is_half(dtype) || narrow == nullptr) return {};
   Node* op = narrow->inputs[0]->producer;
   if (op == nullptr || (op->op->name != "mul" && op->op->name != "div") || op->inputs.size() != 2 ||
       op->outputs[0]->type.dtype != DType::f32)
