@@ -6,13 +6,17 @@ Prints per-call time (wall clock over many calls, so host overhead counts) for
 a launch-bound model (a stack of Linear + GELU + residual blocks, fp16, batch 8):
   eager            cuda_graphs=False
   replay           graphs, the same input every call (outputs cycle through torch's cache)
-  update           graphs, 8 inputs in turn: every call re-records and cudaGraphExecUpdate's
-  static slots     replay plus the two device copies static input/output slots would add
+  8 inputs in turn, more address sets than the 4 graphs kept, with each choice of
+  cuda_graph_new_addresses:
+    update         every call past the kept graphs re-records one and cudaGraphExecUpdate's it
+    slots          every such call copies into static slots, replays, copies out
+    choose         kiln's default: times the first update, then picks the cheaper
 and the compile time of the model with a cold and a warm kernel cache."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pathlib
 import tempfile
@@ -64,23 +68,24 @@ def main():
             torch.cuda.synchronize()
             times[label] = time.perf_counter() - start
         eager = torch.compile(model, backend=kiln_backend, options={"cuda_graphs": False})
-        slot_in, slot_out = torch.empty_like(one[0]), torch.empty_like(one[0])
-
-        def static_slots(x):
-            slot_in.copy_(x)
-            slot_out.copy_(compiled(slot_in))
-            return slot_out
-
         rows = [
             ("torch eager", per_call_ms(model, one)),
             ("kiln eager (no graphs)", per_call_ms(eager, one)),
             ("kiln replay", per_call_ms(compiled, one)),
-            ("kiln update (8 inputs in turn)", per_call_ms(compiled, eight)),
-            ("kiln replay + static-slot copies", per_call_ms(static_slots, one)),
         ]
+        for choice in ("update", "slots", "choose"):
+            torch._dynamo.reset()
+            reports = []
+            backend = functools.partial(kiln_backend, reports=reports)
+            turned = torch.compile(model, backend=backend, options={"cuda_graph_new_addresses": choice})
+            ms = per_call_ms(turned, eight)
+            stats = [r.exe.call_stats() for g in reports for r in g.region_modules]
+            counts = {k: sum(st[k] for st in stats) for k in ("graph_updates", "slot_calls")}
+            rows.append((f"kiln 8 inputs in turn, {choice}", ms, f"updates {counts['graph_updates']}, "
+                         f"slot calls {counts['slot_calls']}"))
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {depth} blocks of Linear({width}) + GELU, fp16, batch 8")
-    for name, ms in rows:
-        print(f"  {name:34s} {ms:8.4f} ms/call")
+    for name, ms, *counts in rows:
+        print(f"  {name:34s} {ms:8.4f} ms/call  {' '.join(counts)}")
     print(f"  compile, first call: cold kernel cache {times['cold cache']:.2f} s, warm {times['warm cache']:.2f} s")
 
 

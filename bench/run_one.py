@@ -76,15 +76,16 @@ def first_tensor(out):
 
 def kiln_call_stats() -> dict:
     """kiln's CUDA-graph statistics summed over its regions: calls, captures, updates (re-recorded because
-    an address changed), replays, and why a region was not captured (a call that launches every kernel
+    an address changed), replays, slot calls (replays whose inputs and outputs were copied through static
+    slots), and why a region was not captured (a call that launches every kernel
     from the host costs far more host time than a replay)."""
-    total = {"regions": 0, "calls": 0, "graph_captures": 0, "graph_updates": 0, "graph_replays": 0}
+    total = {"regions": 0, "calls": 0, "graph_captures": 0, "graph_updates": 0, "graph_replays": 0, "slot_calls": 0}
     reasons = set()
     for graph in KILN_REPORTS:  # one GraphReport per compiled graph
         for region in graph.region_modules:
             stats = region.exe.call_stats()
             total["regions"] += 1
-            for key in ("calls", "graph_captures", "graph_updates", "graph_replays"):
+            for key in ("calls", "graph_captures", "graph_updates", "graph_replays", "slot_calls"):
                 total[key] += stats[key]
             if stats["uncaptured_reason"]:
                 reasons.add(stats["uncaptured_reason"])

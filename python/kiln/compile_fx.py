@@ -52,7 +52,8 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
     region_reports, region_modules, region_args = [], [], []
     math = torch_math() if device.type == "cuda" else {}  # TF32 as torch allows it, read at compile time
     for name, graph, args, folds in prepared:
-        exe = compile_graph(graph, device=str(device), cuda_graphs=options.cuda_graphs, **math)
+        exe = compile_graph(graph, device=str(device), cuda_graphs=options.cuda_graphs,
+                            new_addresses=options.cuda_graph_new_addresses, **math)
         arg_is_weight = [a.name in weights or a.op == "get_attr" for a in args]
         placeholders = [n for n in getattr(module, name).graph.nodes if n.op == "placeholder"]
         keys = [ph.name if w else None for ph, w in zip(placeholders, arg_is_weight)]

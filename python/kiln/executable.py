@@ -64,7 +64,7 @@ class Executable:
         return self._native.describe()
 
     def call_stats(self) -> dict:
-        """calls, graph_captures, graph_updates, graph_replays and uncaptured_reason (CUDA graphs)."""
+        """calls, graph_captures, graph_updates, graph_replays, slot_calls and uncaptured_reason (CUDA graphs)."""
         return self._native.call_stats()
 
 
@@ -73,16 +73,19 @@ _NUMPY = {"f32": "float32", "f64": "float64", "f16": "float16", "i64": "int64", 
 
 
 def compile_graph(graph: _kiln.Graph, device: str = "cpu", optimize: bool = True, cuda_graphs: bool = True,
-                  tf32_matmul: bool = False, tf32_conv: bool = False) -> Executable:
+                  tf32_matmul: bool = False, tf32_conv: bool = False, new_addresses: str = "choose") -> Executable:
     """Compiles `graph` for `device` ("cpu", or "cuda[:N]" where the CUDA backend is built).
 
     On CUDA the executable's device memory (its arena and literals) comes from torch's caching
     allocator, so torch.cuda.memory_allocated() counts it, and with `cuda_graphs` its calls are
-    replayed as CUDA graphs (src/runtime/executable.h says when and how). `tf32_matmul` and
+    replayed as CUDA graphs (src/runtime/executable.h says when and how; `new_addresses` is what a
+    call at addresses no kept graph has does: "update" a graph, copy through static "slots", or
+    "choose" by cost). `tf32_matmul` and
     `tf32_conv` let f32 matrix products and convolutions use TF32 tensor cores on CUDA (Note [Math
     modes] in src/runtime/math_options.h; torch_math() gives torch's current choice)."""
     allocator = torch_allocator(device) if device.startswith("cuda") else None
-    return Executable(_kiln.compile(graph, device, optimize, allocator, cuda_graphs, tf32_matmul, tf32_conv))
+    return Executable(_kiln.compile(graph, device, optimize, allocator, cuda_graphs, tf32_matmul, tf32_conv,
+                                    new_addresses))
 
 
 def torch_math() -> dict:

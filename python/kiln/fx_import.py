@@ -98,6 +98,7 @@ def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> 
     weights (bound by pointer), the others inputs. Raises ImportFailure, also
     for a node whose kiln ops `device`'s backend has no kernel for."""
     g = Graph()
+    g.set_eager_device(device)  # numbers in arithmetic read as torch's kernels there read them
     env: dict[fx.Node, object] = {}
     for node in gm.graph.nodes:
         if node.op == "placeholder":

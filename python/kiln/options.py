@@ -34,6 +34,7 @@ import dataclasses
 
 _PRECISIONS = ("keep", "fp16", "bf16")
 _FOLDS = ("auto", "none")
+_NEW_ADDRESSES = ("choose", "update", "slots")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +42,9 @@ class Options:
     device: str | None = None  # "cpu", "cuda" or None: where the example inputs live
     precision: str = "keep"  # "keep", "fp16", "bf16": run floating-point math in this precision
     cuda_graphs: bool = True  # replay whole executables as CUDA graphs (CUDA backend)
+    # A call at addresses no kept graph has: "update" one, copy through "slots", or "choose" by cost
+    # (src/runtime/executable.h)
+    cuda_graph_new_addresses: str = "choose"
     fold: str = "auto"  # "auto": fold weight-only expressions where that pays; "none": never
     verbose: bool = False  # log the explain report and memory stages
     donate_weights: bool = False  # release eager weights whose every use was folded (docs/memory.md)
@@ -64,6 +68,11 @@ class Options:
             raise ValueError(f"kiln option precision={self.precision!r}: expected one of {', '.join(_PRECISIONS)}")
         if self.fold not in _FOLDS:
             raise ValueError(f"kiln option fold={self.fold!r}: expected one of {', '.join(_FOLDS)}")
+        if self.cuda_graph_new_addresses not in _NEW_ADDRESSES:
+            raise ValueError(
+                f"kiln option cuda_graph_new_addresses={self.cuda_graph_new_addresses!r}: "
+                f"expected one of {', '.join(_NEW_ADDRESSES)}"
+            )
         for flag in ("cuda_graphs", "verbose", "donate_weights"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"kiln option {flag}={getattr(self, flag)!r}: expected True or False")

@@ -20,12 +20,16 @@ AtenAdapter binary(const char* op, bool has_alpha = false, bool reversed = false
     if (has_alpha && c.has("alpha") && c.number("alpha") != 1.0) {
       DType t = c.b.result_type({first, second});
       if (is_half(t)) {
-        // torch's CPU kernels compute a + alpha * b in f32 and round once, reading alpha (and a Python
-        // number operand) rounded to t (Note [Scalars in f16 and bf16]); two roundings differ.
-        Value* a = c.b.cast(c.b.to_value(first, t), DType::f32);
-        Value* b = c.b.cast(c.b.to_value(second, t), DType::f32);
-        Value* scaled = c.b.elementwise("mul", {b, c.b.scalar(round_to(t, c.number("alpha")), DType::f32)});
-        return one(c.b.cast(c.b.elementwise(op, {a, scaled}), t));
+        // torch computes a + alpha * b in f32 and rounds once (two roundings differ). Its CPU kernels
+        // read alpha and a number operand rounded to t, its CUDA kernels in f32 (Note [Scalars in f16 and bf16]).
+        bool cuda = c.b.eager_device() == EagerDevice::cuda;
+        auto wide = [&](const Operand& o) {
+          return cuda && !std::holds_alternative<Value*>(o) ? c.b.to_value(o, DType::f32)
+                                                            : c.b.cast(c.b.to_value(o, t), DType::f32);
+        };
+        double alpha = cuda ? c.number("alpha") : round_to(t, c.number("alpha"));
+        Value* scaled = c.b.elementwise("mul", {wide(second), c.b.scalar(alpha, DType::f32)});
+        return one(c.b.cast(c.b.elementwise(op, {wide(first), scaled}), t));
       }
       second = c.b.elementwise("mul", {second, c.b.scalar(c.number("alpha"), t)});
     }

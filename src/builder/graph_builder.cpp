@@ -2,6 +2,7 @@
 #include "builder/graph_builder.h"
 
 #include <cmath>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -31,21 +32,28 @@ bool wider_scalar_constant(const Value& v, DType t) {
 
 // Note [Scalars in f16 and bf16]: torch's kernels for an f16/bf16 tensor and
 // a number (a Python number, or a 0-d tensor constant: a CPU scalar to them)
-// read it at a precision of their own, measured on the CPU with torch 2.14.1:
-//   - mul and div read it in f32 (their "opmath" type), compute in f32 and
-//     round once: x * 0.1 in f16 differed from a rounded literal's answer in a
-//     third of its elements;
-//   - add, sub and pow read it rounded to the tensor's dtype;
+// read it at a precision of their own, which differs between devices
+// (bench/scalar_precision.py; CPU: torch 2.14.1, CUDA: torch 2.11 on an H200):
+//   - mul reads it in f32 (the "opmath" type), computes in f32 and rounds
+//     once: x * 0.1 in f16 differed from a rounded literal's answer in a third
+//     of its elements;
+//   - div: the CPU divides by it in f32; CUDA multiplies by its reciprocal,
+//     computed in f32 (in every float dtype; in f64 for f64);
+//   - add and sub: the CPU reads it rounded to the dtype, CUDA in f32;
+//   - pow reads it rounded on both;
 //   - add and sub with an alpha compute a + alpha * b in f32 and round once,
-//     alpha rounded to the dtype (aten_elementwise.cpp builds that).
-// So a mul or div by a number the dtype cannot hold is built as
-// cast(op(cast(x, f32), number in f32), dtype), one fused kernel on CUDA;
-// numbers the dtype holds (0.5, 8.0, 0.125, small integers) keep the plain
-// form, which the pattern passes expect, and recognize_gelu and
-// fuse_attention also see through this one (its literal is the number in f32).
-// torch's CUDA kernels have not been compared yet (bench/scalar_precision.py).
-bool computes_in_f32(std::string_view op, const std::vector<Operand>& operands, DType t) {
-  if ((op != "mul" && op != "div") || !is_half(t)) return false;
+//     the CPU with alpha rounded to the dtype, CUDA with alpha in f32
+//     (aten_elementwise.cpp builds that).
+// So an op that reads the number in f32, given one the dtype cannot hold, is
+// built as cast(op(cast(x, f32), number in f32), dtype), one fused kernel on
+// CUDA; numbers the dtype holds (0.5, 8.0, 0.125, small integers) keep the
+// plain form (same answer), which the pattern passes expect, and
+// recognize_gelu and fuse_attention also see through this one (its literal is
+// the number in f32). The graph's EagerDevice (fx_import sets the region's)
+// picks the rules.
+bool computes_in_f32(std::string_view op, const std::vector<Operand>& operands, DType t, EagerDevice device) {
+  bool reads_f32 = op == "mul" || op == "div" || (device == EagerDevice::cuda && (op == "add" || op == "sub"));
+  if (!reads_f32 || !is_half(t)) return false;
   for (const Operand& o : operands) {
     if (const auto* v = std::get_if<Value*>(&o); v != nullptr && wider_scalar_constant(**v, t)) return true;
     if (const auto* d = std::get_if<double>(&o); d != nullptr && !holds_exactly(*d, t)) return true;
@@ -53,6 +61,18 @@ bool computes_in_f32(std::string_view op, const std::vector<Operand>& operands, 
       return true;
   }
   return false;
+}
+
+// The number a divisor operand stands for, if it is one a CUDA kernel reads
+// as a CPU scalar: a Python number or a wider 0-d constant.
+std::optional<double> divisor_number(const Operand& o, DType t) {
+  if (const auto* d = std::get_if<double>(&o)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&o)) return static_cast<double>(*i);
+  if (const auto* b = std::get_if<bool>(&o)) return *b ? 1.0 : 0.0;
+  const Value& v = *std::get<Value*>(o);
+  if (!wider_scalar_constant(v, t)) return std::nullopt;
+  return v.kind == ValueKind::literal ? load_scalar(v.literal_data.data(), v.type.dtype)
+                                      : v.producer->attrs.get_float("value");
 }
 }  // namespace
 
@@ -115,6 +135,15 @@ Value* GraphBuilder::elementwise(std::string_view name, std::vector<Operand> ope
   const ElementwiseInfo& info = *def.elementwise;
   KILN_CHECK(static_cast<int>(operands.size()) == info.arity, "'", name, "' takes ", info.arity, " operands, got ",
              operands.size());
+  if (name == "div" && eager_device_ == EagerDevice::cuda) {
+    // CUDA's x / number is x * (1 / number), the reciprocal in f32 (f64 for f64): Note [Scalars in f16 and bf16].
+    DType t = result_type(operands);
+    if (!is_floating(t)) t = DType::f32;
+    if (std::optional<double> d = divisor_number(operands[1], t)) {
+      double reciprocal = t == DType::f64 ? 1.0 / *d : static_cast<double>(1.0f / static_cast<float>(*d));
+      return elementwise("mul", {operands[0], reciprocal});
+    }
+  }
   std::vector<Value*> inputs;
   std::string node_name = take_name();
   if (info.kind == ElementwiseKind::select) {
@@ -126,7 +155,7 @@ Value* GraphBuilder::elementwise(std::string_view name, std::vector<Operand> ope
   } else {
     DType t = result_type(operands);
     if (info.kind == ElementwiseKind::floating && !is_floating(t)) t = DType::f32;
-    if (computes_in_f32(name, operands, t)) {  // Note [Scalars in f16 and bf16]
+    if (computes_in_f32(name, operands, t, eager_device_)) {  // Note [Scalars in f16 and bf16]
       for (const Operand& o : operands) inputs.push_back(to_value(o, DType::f32));
       Value* wide = op1(name, std::move(inputs));
       set_next_name(node_name);

@@ -18,10 +18,17 @@ namespace kiln {
 // in torch's promotion rules: it never raises a tensor's dtype within its category).
 using Operand = std::variant<Value*, double, int64_t, bool>;
 
+// The device whose torch kernels the graph's arithmetic with numbers matches
+// (Note [Scalars in f16 and bf16] in graph_builder.cpp): the CPU and CUDA
+// kernels read a number at different precisions.
+enum class EagerDevice { cpu, cuda };
+
 class GraphBuilder {
  public:
   explicit GraphBuilder(Graph& graph) : graph_(graph) {}
   Graph& graph() { return graph_; }
+  void set_eager_device(EagerDevice device) { eager_device_ = device; }
+  EagerDevice eager_device() const { return eager_device_; }
 
   // Adds op `name`; returns its outputs.
   std::vector<Value*> op(std::string_view name, std::vector<Value*> inputs, Attrs attrs = {});
@@ -49,6 +56,7 @@ class GraphBuilder {
   std::string take_name();
   Graph& graph_;
   std::string next_name_;
+  EagerDevice eager_device_ = EagerDevice::cpu;
 };
 
 }  // namespace kiln

@@ -164,6 +164,7 @@ void bind_executable(nb::module_& m) {
              d["graph_captures"] = s.graph_captures;
              d["graph_updates"] = s.graph_updates;
              d["graph_replays"] = s.graph_replays;
+             d["slot_calls"] = s.slot_calls;
              d["uncaptured_reason"] = s.uncaptured_reason;
              return d;
            })

@@ -202,23 +202,30 @@ void bind_compile(nb::module_& m) {
   m.def(
       "compile",
       [](PyGraph& g, const std::string& device, bool optimize, nb::object allocator, bool cuda_graphs, bool tf32_matmul,
-         bool tf32_conv) {
+         bool tf32_conv, const std::string& new_addresses) {
+        KILN_CHECK(new_addresses == "choose" || new_addresses == "update" || new_addresses == "slots",
+                   "compile: unknown new_addresses '", new_addresses, "' (valid: choose, update, slots)");
         std::unique_ptr<Graph> graph = g.graph->clone();
         verify_graph(*graph);
         if (optimize) run_pipeline(*graph);
         const Device dev = parse_device(device);
         ExecutableOptions options;
         options.cuda_graphs = cuda_graphs;
+        options.new_addresses = new_addresses == "update"  ? NewAddresses::update
+                                : new_addresses == "slots" ? NewAddresses::slots
+                                                           : NewAddresses::choose;
         options.math = MathOptions{tf32_matmul, tf32_conv};
         if (!allocator.is_none()) options.allocator = python::python_allocator(dev, allocator);
         return new Executable(std::move(graph), dev, std::move(options));
       },
       nb::arg("graph"), nb::arg("device") = "cpu", nb::arg("optimize") = true, nb::arg("allocator") = nb::none(),
       nb::arg("cuda_graphs") = true, nb::arg("tf32_matmul") = false, nb::arg("tf32_conv") = false,
+      nb::arg("new_addresses") = "choose",
       "Optimizes a copy of `graph` and compiles it into an Executable for `device`. `allocator`, if given, is "
       "called as allocator(nbytes, alignment) -> (address, owner) for the executable's device memory (the arena, "
       "literals); kiln keeps `owner` alive until it frees that memory. `cuda_graphs` replays CUDA calls as graphs. "
-      "`tf32_matmul` and `tf32_conv` let f32 matrix products and convolutions use TF32 tensor cores on CUDA.");
+      "`tf32_matmul` and `tf32_conv` let f32 matrix products and convolutions use TF32 tensor cores on CUDA. "
+      "`new_addresses` (choose, update, slots): what a call at addresses no kept CUDA graph has does.");
 }
 
 }  // namespace
@@ -300,6 +307,14 @@ NB_MODULE(_kiln, m) {
       .def(nb::init<>())
       .def_static("parse", [](std::string_view text) { return new PyGraph(parse_graph(text)); },
                   "Parses the IR text form.")
+      .def("set_eager_device",
+           [](PyGraph& g, const std::string& device) {
+             KILN_CHECK(device == "cpu" || device == "cuda", "set_eager_device: unknown device '", device,
+                        "' (valid: cpu, cuda)");
+             g.builder.set_eager_device(device == "cuda" ? EagerDevice::cuda : EagerDevice::cpu);
+           },
+           nb::arg("device"),
+           "Reads numbers in arithmetic as torch's kernels on `device` do (Note [Scalars in f16 and bf16]).")
       .def("input",
            [](PyGraph& g, const std::string& name, const std::string& dtype, const Dims& dims,
               std::optional<Dims> strides) { return PyValue{g.graph->add_input(name, make_type(dtype, dims, strides)), g.state}; },

@@ -2,6 +2,7 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <sstream>
 
@@ -189,7 +190,21 @@ void Executable::run(std::span<const TensorView> inputs, std::span<const TensorV
   if (plan_.arena_bytes > 0 && arena_.data() == nullptr)
     arena_ = allocator_->allocate(static_cast<size_t>(plan_.arena_bytes), static_cast<size_t>(plan_.alignment));
 
-  // Bind this call's pointers.
+  bind_pointers(inputs, outputs);
+
+  // Calls on another stream than the previous one wait for it on the device
+  // (the arena is shared; see the thread-safety note in executable.h).
+  if (fence_ != nullptr && has_last_stream_ && last_stream_ != stream.handle) fence_->wait(stream);
+  ++stats_.calls;
+  if (!run_captured(inputs, outputs, stream)) enqueue(outputs, stream);
+  if (fence_ != nullptr) {
+    fence_->record(stream);
+    has_last_stream_ = true;
+    last_stream_ = stream.handle;
+  }
+}
+
+void Executable::bind_pointers(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   auto* arena = static_cast<uint8_t*>(arena_.data());
   for (size_t i = 0; i < plan_.values.size(); ++i) {
     const ValuePlan& p = plan_.values[i];
@@ -203,17 +218,6 @@ void Executable::run(std::span<const TensorView> inputs, std::span<const TensorV
     }
   }
   for (const ViewStep& v : views_) ptr_[v.value] = static_cast<uint8_t*>(ptr_[v.source]) + v.byte_offset;
-
-  // Calls on another stream than the previous one wait for it on the device
-  // (the arena is shared; see the thread-safety note in executable.h).
-  if (fence_ != nullptr && has_last_stream_ && last_stream_ != stream.handle) fence_->wait(stream);
-  ++stats_.calls;
-  if (!run_captured(outputs, stream)) enqueue(outputs, stream);
-  if (fence_ != nullptr) {
-    fence_->record(stream);
-    has_last_stream_ = true;
-    last_stream_ = stream.handle;
-  }
 }
 
 void Executable::enqueue(std::span<const TensorView> outputs, Stream stream) {
@@ -228,26 +232,83 @@ void Executable::enqueue(std::span<const TensorView> outputs, Stream stream) {
   }
 }
 
-bool Executable::run_captured(std::span<const TensorView> outputs, Stream stream) {
+bool Executable::run_captured(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                              Stream stream) {
   if (!options_.cuda_graphs || device_.kind == DeviceKind::cpu || !stats_.uncaptured_reason.empty()) return false;
   if (steps_.empty() && plan_.output_copies.empty()) return false;
   if (stats_.calls == 1) return false;  // the first call runs eagerly: kernels set themselves up there
+  std::vector<const void*> pointers = call_pointers(outputs);
+  bool kept = std::any_of(captured_.begin(), captured_.end(), [&](const CapturedCall& c) { return c.pointers == pointers; });
+  if (!kept && captured_.size() >= kMaxCapturedCalls && use_slots()) return run_slotted(inputs, outputs, stream);
+  CapturedCall* call = graph_for(captured_, kMaxCapturedCalls, outputs);
+  if (call == nullptr) return false;
+  call->work->replay(stream);
+  ++stats_.graph_replays;
+  return true;
+}
+
+std::vector<const void*> Executable::call_pointers(std::span<const TensorView> outputs) const {
   std::vector<const void*> pointers(ptr_.begin(), ptr_.end());
   for (const TensorView& out : outputs) pointers.push_back(out.data);
-  auto body = [&](Stream s) { enqueue(outputs, s); };
+  return pointers;
+}
+
+bool Executable::use_slots() const {
+  if (options_.new_addresses != NewAddresses::choose) return options_.new_addresses == NewAddresses::slots;
+  if (update_us_ < 0) return false;  // the first call past the kept graphs updates one, timing it
+  // The copies' device time, estimated: a few microseconds a copy, and the bytes read and written at
+  // 1 TB/s (under half of an H100's or H200's memory bandwidth, so slots are not chosen optimistically).
+  constexpr double kCopyUs = 3.0, kBytesPerUs = 1e6;
+  double copy_us = 0;
+  for (const Value* v : graph_->inputs()) copy_us += kCopyUs + static_cast<double>(v->type.storage_bytes()) / kBytesPerUs;
+  for (const Value* v : graph_->outputs()) copy_us += kCopyUs + static_cast<double>(v->type.storage_bytes()) / kBytesPerUs;
+  return copy_us < update_us_;
+}
+
+bool Executable::run_slotted(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream) {
+  if (slot_buffers_.empty()) {
+    auto slot = [&](const TensorType& type) {
+      size_t bytes = std::max(static_cast<size_t>(type.storage_bytes()), static_cast<size_t>(plan_.alignment));
+      slot_buffers_.push_back(allocator_->allocate(bytes, static_cast<size_t>(plan_.alignment)));
+      return TensorView(slot_buffers_.back().data(), type, device_);
+    };
+    for (const Value* v : graph_->inputs()) slot_inputs_.push_back(slot(v->type));
+    for (const Value* v : graph_->outputs()) slot_outputs_.push_back(slot(TensorType(v->type.dtype, v->type.dims)));
+  }
+  bind_pointers(slot_inputs_, slot_outputs_);
+  CapturedCall* call = graph_for(slotted_, 1, slot_outputs_);
+  if (call == nullptr) {
+    bind_pointers(inputs, outputs);
+    return false;
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) backend_->copy(slot_inputs_[k], inputs[k], stream);
+  call->work->replay(stream);
+  for (size_t k = 0; k < outputs.size(); ++k) backend_->copy(outputs[k], slot_outputs_[k], stream);
+  ++stats_.graph_replays;
+  ++stats_.slot_calls;
+  return true;
+}
+
+Executable::CapturedCall* Executable::graph_for(std::vector<CapturedCall>& kept, size_t max_kept,
+                                                std::span<const TensorView> outputs) {
+  std::vector<const void*> pointers = call_pointers(outputs);
   CapturedCall* call = nullptr;
-  for (CapturedCall& c : captured_)
+  for (CapturedCall& c : kept)
     if (c.pointers == pointers) call = &c;
+  auto body = [&](Stream s) { enqueue(outputs, s); };
   std::string why;
-  if (call == nullptr && captured_.size() >= kMaxCapturedCalls) {
-    call = &*std::min_element(captured_.begin(), captured_.end(),
+  if (call == nullptr && kept.size() >= max_kept) {
+    call = &*std::min_element(kept.begin(), kept.end(),
                               [](const CapturedCall& a, const CapturedCall& b) { return a.last_use < b.last_use; });
-    if (call->work->update(body, &why)) {
+    auto start = std::chrono::steady_clock::now();
+    bool updated = call->work->update(body, &why);
+    update_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (updated) {
       ++stats_.graph_updates;
       call->pointers = pointers;
     } else {
       log_at(LogLevel::info, "executable: graph update failed (", why, "); capturing anew");
-      captured_.erase(captured_.begin() + (call - captured_.data()));
+      kept.erase(kept.begin() + (call - kept.data()));
       call = nullptr;
     }
   }
@@ -256,18 +317,17 @@ bool Executable::run_captured(std::span<const TensorView> outputs, Stream stream
     if (work == nullptr) {
       stats_.uncaptured_reason = why.empty() ? "capture failed" : why;
       captured_.clear();
+      slotted_.clear();
       log_at(LogLevel::warn, "executable on ", to_string(device_), " runs without CUDA graphs: ",
              stats_.uncaptured_reason);
-      return false;
+      return nullptr;
     }
     ++stats_.graph_captures;
-    captured_.push_back(CapturedCall{std::move(pointers), std::move(work), 0});
-    call = &captured_.back();
+    kept.push_back(CapturedCall{std::move(pointers), std::move(work), 0});
+    call = &kept.back();
   }
   call->last_use = stats_.calls;
-  call->work->replay(stream);
-  ++stats_.graph_replays;
-  return true;
+  return call;
 }
 
 CallStats Executable::call_stats() const {

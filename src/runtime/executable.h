@@ -28,18 +28,25 @@
 // later call replays it on the caller's stream. Shapes are fixed per
 // executable, so only addresses vary: an executable keeps up to
 // kMaxCapturedCalls graphs, each for one set of pointers (inputs, outputs,
-// weights), and replays the one whose pointers match; a call with new
-// pointers captures another graph while fewer are kept, else re-records the
-// least recently used one and applies it with cudaGraphExecUpdate (no
-// re-instantiation), rather than copying into static slots. Updating costs host time only (the launches, recorded instead of
-// run), while static slots cost a device copy of every moved input and output
-// on every call and a second copy of every weight. Several graphs matter
+// weights), and replays the one whose pointers match. Several graphs matter
 // because torch's caching allocator hands a loop's outputs back in a cycle
-// (typically two addresses), which then replays without any update.
-// bench/cuda_graph_addresses.py times replay, update and static-slot copies
-// side by side; its numbers belong in docs/ once measured on the GPU machine.
-// A call that cannot be captured runs uncaptured, and the executable stays
-// uncaptured, with the reason logged (KILN_LOG_LEVEL=warn) and in call_stats().
+// (typically two addresses), which then replays without any update. A call
+// with new pointers captures another graph while fewer are kept; past that,
+// it either
+//   - re-records the least recently used graph and applies it with
+//     cudaGraphExecUpdate: host time for every launch, recorded instead of run;
+//   - or runs through static slots: copies its inputs into kiln-owned slots,
+//     replays one graph recorded on the slots, and copies the output slots
+//     out: device time for the copies (and slot memory, the size of the inputs
+//     and outputs, allocated on first use). Weights are never copied.
+// Measured on an H200 (bench/cuda_graph_addresses.py, 12 Linear+GELU blocks,
+// batch 8, 2026-12-03): replay 0.109 ms per call, update 0.307, static slots
+// 0.130. Which is cheaper depends on the kernel count against the bytes
+// moved, so by default (NewAddresses::choose) the first such call updates,
+// timing the update, and later ones use slots when their estimated copy time
+// is under that. A call that cannot be captured runs uncaptured, and the
+// executable stays uncaptured, with the reason logged (KILN_LOG_LEVEL=warn)
+// and in call_stats().
 #pragma once
 
 #include <memory>
@@ -57,10 +64,14 @@
 
 namespace kiln {
 
+// What a captured executable does for a call with pointers no kept graph has (the note above).
+enum class NewAddresses { choose, update, slots };
+
 struct ExecutableOptions {
   PlanOptions plan;
   std::shared_ptr<Allocator> allocator;  // null: the backend's default allocator
   bool cuda_graphs = true;               // replay calls as CUDA graphs (ignored on CPU)
+  NewAddresses new_addresses = NewAddresses::choose;
   MathOptions math;                      // Note [Math modes]
 };
 
@@ -70,6 +81,7 @@ struct CallStats {
   int64_t graph_captures = 0;  // graphs recorded and instantiated
   int64_t graph_updates = 0;   // re-recorded for new pointers and applied in place
   int64_t graph_replays = 0;   // calls run as a graph launch
+  int64_t slot_calls = 0;      // of those, calls copied through static slots
   std::string uncaptured_reason;  // why calls run uncaptured (empty while graphs are used or untried)
 };
 
@@ -128,10 +140,26 @@ class Executable {
   void build();
   void check_inputs(std::span<const TensorView> inputs) const;
   void check_outputs(std::span<const TensorView> outputs) const;
+  struct CapturedCall {
+    std::vector<const void*> pointers;  // what `work` was recorded with
+    std::unique_ptr<CapturedWork> work;
+    int64_t last_use = 0;  // the call that last replayed it
+  };
+
+  // Points ptr_ (every plan value) at this call's inputs, outputs, weights and arena.
+  void bind_pointers(std::span<const TensorView> inputs, std::span<const TensorView> outputs);
   // Enqueues the kernels and output copies with the pointers bound in ptr_.
   void enqueue(std::span<const TensorView> outputs, Stream stream);
   // Runs the bound call as a graph when it can (see the note above); false: run it eagerly.
-  bool run_captured(std::span<const TensorView> outputs, Stream stream);
+  bool run_captured(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream);
+  // The call through static slots; false (pointers bound back to the call's own) when it cannot be captured.
+  bool run_slotted(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream);
+  bool use_slots() const;
+  // What identifies a recorded graph: every plan value's pointer (bound in ptr_) and the outputs'.
+  std::vector<const void*> call_pointers(std::span<const TensorView> outputs) const;
+  // The kept graph for the bound pointers and `outputs`, recorded when none matches (updating the least
+  // recently used one once `kept` holds `max_kept`); null when capture fails (the executable then stays uncaptured).
+  CapturedCall* graph_for(std::vector<CapturedCall>& kept, size_t max_kept, std::span<const TensorView> outputs);
 
   std::unique_ptr<Graph> graph_;
   Device device_;
@@ -150,13 +178,12 @@ class Executable {
   std::unique_ptr<StreamFence> fence_;  // null on the CPU
   bool has_last_stream_ = false;
   void* last_stream_ = nullptr;  // the stream of the previous call
-  struct CapturedCall {
-    std::vector<const void*> pointers;  // what `work` was recorded with
-    std::unique_ptr<CapturedWork> work;
-    int64_t last_use = 0;  // the call that last replayed it
-  };
   static constexpr size_t kMaxCapturedCalls = 4;
   std::vector<CapturedCall> captured_;
+  std::vector<CapturedCall> slotted_;  // at most one: the graph recorded on the slots
+  std::vector<DeviceBuffer> slot_buffers_;  // inputs', then outputs'; allocated on first use
+  std::vector<TensorView> slot_inputs_, slot_outputs_;
+  double update_us_ = -1;  // host time of the last graph update; negative before one
   CallStats stats_;
   mutable std::mutex mutex_;
 };

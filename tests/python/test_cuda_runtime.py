@@ -214,6 +214,28 @@ def test_graph_replay_equals_eager_and_follows_new_addresses_and_weight_updates(
 
 
 @needs_cuda
+def test_cuda_many_input_addresses_past_the_kept_graphs_match_eager():
+    # Twelve input addresses in turn: four kept graphs, then updates or static slots (runtime/executable.h).
+    torch.manual_seed(0)
+    model = Block().cuda().eval()
+    compiled, reports = compile_with_reports(model)
+    xs = [torch.randn(8, 64, device="cuda") for _ in range(12)]
+    with torch.inference_mode():
+        for _ in range(3):
+            for x in xs:
+                assert_close(compiled(x), model(x))
+        (exe,) = executables(reports)
+        stats = exe.call_stats()
+        assert stats["uncaptured_reason"] == ""
+        assert stats["graph_replays"] == stats["calls"] - 1 == 35
+        assert stats["graph_updates"] >= 1  # the first call past the kept graphs updates one, timing it
+        assert stats["graph_captures"] <= 5  # four kept, and at most one on the slots
+        model.fc.weight.mul_(-0.5)  # in place: every path reads the new values
+        for x in xs:
+            assert_close(compiled(x), model(x))
+
+
+@needs_cuda
 def test_cuda_graphs_option_off_runs_eagerly():
     torch.manual_seed(0)
     model = Block().cuda().eval()

@@ -198,6 +198,7 @@ def test_unknown_option_through_torch_compile_raises():
         ({"device": "tpu"}, "device='tpu'"),
         ({"verbose": "yes"}, "verbose='yes'"),
         ({"fold": "sometimes"}, "fold='sometimes'"),
+        ({"cuda_graph_new_addresses": "copy"}, "cuda_graph_new_addresses='copy'"),
     ],
 )
 def test_bad_option_values_are_named(options, fragment):

@@ -1,7 +1,8 @@
 // The CUDA executable's call path (runtime/executable.h): the first call runs
 // eagerly, later ones replay a CUDA graph; a call with an input or output at
-// another address replays a graph recorded for those pointers; an in-place
-// weight update is seen by the replay; cuda_graphs=false never captures; and
+// another address replays a graph recorded for those pointers, or past the
+// kept graphs an updated one or the graph on static slots (each path forced by
+// NewAddresses); an in-place weight update is seen by the replay; cuda_graphs=false never captures; and
 // calls alternating between two streams stay correct (the fence). Every
 // result is checked against the CPU executable. Skips without a device.
 #include <random>
@@ -53,7 +54,9 @@ struct Fixture {
 TEST(CudaRuntime, GraphsReplayFollowNewAddressesAndWeightUpdates) {
   KILN_REQUIRE_CUDA();
   Fixture f;
-  Executable gpu(*f.graph, Device{DeviceKind::cuda, 0});
+  ExecutableOptions options;
+  options.new_addresses = NewAddresses::update;
+  Executable gpu(*f.graph, Device{DeviceKind::cuda, 0}, options);
   gpu.bind_weight("w", f.dw.view());
   cudaStream_t s = nullptr;
   KILN_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -95,6 +98,49 @@ TEST(CudaRuntime, GraphsReplayFollowNewAddressesAndWeightUpdates) {
   st = gpu.call_stats();
   EXPECT_EQ(st.graph_replays, st.calls - 1);
   EXPECT_GE(st.graph_updates + st.graph_captures, 7);
+  EXPECT_EQ(st.slot_calls, 0);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaRuntime, StaticSlotsCarryNewAddressesAndMovedWeights) {
+  KILN_REQUIRE_CUDA();
+  Fixture f;
+  ExecutableOptions options;
+  options.new_addresses = NewAddresses::slots;
+  Executable gpu(*f.graph, Device{DeviceKind::cuda, 0}, options);
+  gpu.bind_weight("w", f.dw.view());
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<std::unique_ptr<DeviceTensor>> alive;  // every call's buffers at their own addresses
+  auto call_at_new_addresses = [&](const std::string& what) {
+    HostTensor x = random_tensor(DType::f32, {16, 32}, f.rng);
+    alive.push_back(std::make_unique<DeviceTensor>(x));
+    alive.push_back(std::make_unique<DeviceTensor>(poisoned(gpu.output_types()[0])));
+    TensorView in[] = {alive[alive.size() - 2]->view()}, outs[] = {alive.back()->view()};
+    gpu.run(in, outs, Stream{s});
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    expect_match(alive.back()->download(), f.reference(x), what);
+  };
+  // One eager call, four kept graphs, then three calls through the slots.
+  for (int k = 0; k < 8; ++k) call_at_new_addresses(str_cat("new addresses ", k));
+  CallStats st = gpu.call_stats();
+  EXPECT_EQ(st.uncaptured_reason, "");
+  EXPECT_EQ(st.graph_replays, 7);
+  EXPECT_EQ(st.slot_calls, 3);
+  EXPECT_EQ(st.graph_captures, 5);  // the four kept, and the one on the slots
+  EXPECT_EQ(st.graph_updates, 0);
+
+  // The weight moves to another buffer: the graph on the slots is re-recorded for it.
+  f.w = random_tensor(DType::f32, {32, 32}, f.rng);
+  f.cpu.bind_weight("w", f.w.view());
+  DeviceTensor moved(f.w);
+  gpu.bind_weight("w", moved.view());
+  call_at_new_addresses("after the weight moved");
+  call_at_new_addresses("after the weight moved, again");
+  st = gpu.call_stats();
+  EXPECT_EQ(st.slot_calls, 5);
+  EXPECT_EQ(st.graph_updates, 1);
+  EXPECT_EQ(st.graph_captures, 5);
   cudaStreamDestroy(s);
 }
 
