@@ -192,13 +192,14 @@ def test_graph_replay_equals_eager_and_follows_new_addresses_and_weight_updates(
     xs = [torch.randn(8, 64, device="cuda") for _ in range(6)]  # six input addresses, kept alive
     with torch.inference_mode():
         for _ in range(2):
-            for x in xs:  # eager first call, then captures, then (past 4 graphs) updates
+            for x in xs:  # eager first call, then captures, then (past 4 graphs) updates or slots
                 assert_close(compiled(x), model(x))
         (exe,) = executables(reports)
         stats = exe.call_stats()
         assert stats["uncaptured_reason"] == ""
         assert stats["graph_replays"] == stats["calls"] - 1 == 11
-        assert 1 <= stats["graph_captures"] <= 4 and stats["graph_updates"] >= 1
+        # four kept graphs and at most one on the static slots; the first call past them updates one
+        assert 1 <= stats["graph_captures"] <= 5 and stats["graph_updates"] >= 1
         model.fc.weight.mul_(-0.5)  # in place: same address, new values
         model.fc.bias.add_(1.0)
         for x in xs[:2]:
