@@ -9,7 +9,9 @@ On the CPU with torch 2.14.1 (2026-12-03): mul, div and the 0-d tensor read the 
 sub, rsub, pow and the alpha read it rounded (the alpha's a + alpha * b rounded once); kiln agrees with
 eager everywhere. On CUDA (H200, torch 2.11.0+cu130, 2026-12-03): everything but pow reads the number in
 f32 (div as a multiply by the f32 reciprocal, which the "f32 number" column's f32 eager also does);
-kiln at a8708f5 agrees with eager everywhere (it differed in 44-239 elements per op before)."""
+kiln at a8708f5 agrees with eager everywhere (it differed in 44-239 elements per op before). The `lt` and
+`leaky` rows were added after that run: on the CPU, lt reads the number rounded and leaky_relu in f32
+(kiln agrees); on CUDA they have not been run yet."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ import torch
 
 import kiln  # noqa: F401  (registers the backend)
 
-NUMBER = {"mul": 0.1, "div": 0.3, "add": 0.3, "sub": 0.3, "rsub": 0.3, "pow": 0.3, "alpha": 0.1, "tensor": 0.1}
+# lt's number rounds down to 0.5 in f16 and bf16 alike, so an element equal to 0.5 compares one way
+# against the number in f32 and the other against it rounded; 64 such elements are appended to x.
+NUMBER = {"mul": 0.1, "div": 0.3, "add": 0.3, "sub": 0.3, "rsub": 0.3, "pow": 0.3, "alpha": 0.1, "tensor": 0.1,
+          "lt": 0.5 + 2**-13, "leaky": 0.1}
 APPLY = {
     "mul": lambda x, c: x * c,
     "div": lambda x, c: x / c,
@@ -29,6 +34,8 @@ APPLY = {
     "pow": lambda x, c: x.abs() ** c,
     "alpha": lambda x, c: torch.add(x[:2048], x[2048:], alpha=c),  # a + alpha * b
     "tensor": lambda x, c: x * torch.tensor(c),  # a 0-d f32 tensor constant on the CPU
+    "lt": lambda x, c: torch.cat([x, torch.full_like(x[:64], 0.5)]) < c,
+    "leaky": lambda x, c: torch.nn.functional.leaky_relu(x, c),  # a number an activation reads
 }
 
 
@@ -36,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     device = parser.parse_args().device
-    print(f"torch {torch.__version__} on {device}: elements (of 4096; alpha: of 2048) where eager differs from ...")
+    print(f"torch {torch.__version__} on {device}: elements (of 4096; alpha: of 2048; lt: of 4160) where eager differs from ...")
     print(f"{'dtype':10} {'op':5} {'f32 number':>11} {'rounded number':>15} {'kiln':>6}")
     for dtype in (torch.float16, torch.bfloat16):
         x = (torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 10).to(device, dtype)
