@@ -40,8 +40,9 @@ bool wider_scalar_constant(const Value& v, DType t) {
 //   - div: the CPU divides by it in f32; CUDA multiplies by its reciprocal,
 //     computed in f32 (in every float dtype; in f64 for f64);
 //   - add and sub: the CPU reads it rounded to the dtype, CUDA in f32;
-//   - pow reads it rounded on both; comparisons (lt ...) rounded on the CPU
-//     (CUDA not measured yet: bench/scalar_precision.py's `lt` row);
+//   - pow reads it rounded on both; comparisons (lt ...) rounded on the CPU,
+//     and on CUDA by torch's source (CompareKernels.cu reads the number as the
+//     common dtype), not measured there yet (bench/scalar_precision.py's `lt`);
 //   - add and sub with an alpha compute a + alpha * b in f32 and round once,
 //     the CPU with alpha rounded to the dtype, CUDA with alpha in f32
 //     (aten_elementwise.cpp builds that).
