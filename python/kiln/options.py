@@ -17,6 +17,15 @@ larger than the weights it reads) and never materializes a view a kernel can
 absorb (a transposed GEMM weight); folded constants are re-folded on the next
 call when a source weight changes in place. "none" folds nothing.
 
+cuda_graph_new_addresses: what a CUDA call does when its inputs or outputs are
+at addresses none of the executable's kept graphs (up to four) was recorded
+with. "update" re-records one graph (host time for every kernel launch),
+"slots" copies the inputs into static slots, replays one graph recorded on
+them and copies the outputs out (device time for the copies, memory the size
+of the inputs and outputs), and "choose" (the default) times the first update
+and then takes slots whenever their estimated copy time is lower. Results are
+the same either way; src/runtime/executable.h has the measurements.
+
 donate_weights: False by default. True releases (frees the memory of) an
 eager parameter or buffer whose every use, in every graph of the model kiln
 compiled, was replaced by a folded constant (fp32 weights under
