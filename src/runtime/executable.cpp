@@ -281,9 +281,18 @@ bool Executable::run_slotted(std::span<const TensorView> inputs, std::span<const
     bind_pointers(inputs, outputs);
     return false;
   }
-  for (size_t k = 0; k < inputs.size(); ++k) backend_->copy(slot_inputs_[k], inputs[k], stream);
+  // A slot has its tensor's layout (check_inputs and check_outputs hold the caller's to it), so the bytes
+  // of the storage span copy as one block, whatever the strides (a channels-last input stays one).
+  auto span = [&](const void* data, const TensorType& type) {
+    return TensorView(const_cast<void*>(data), TensorType(DType::u8, {type.storage_bytes()}), device_);
+  };
+  const auto& in = graph_->inputs();
+  for (size_t k = 0; k < inputs.size(); ++k)
+    backend_->copy(span(slot_inputs_[k].data, in[k]->type), span(inputs[k].data, in[k]->type), stream);
   call->work->replay(stream);
-  for (size_t k = 0; k < outputs.size(); ++k) backend_->copy(outputs[k], slot_outputs_[k], stream);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    backend_->copy(span(outputs[k].data, slot_outputs_[k].type()), span(slot_outputs_[k].data, slot_outputs_[k].type()),
+                   stream);
   ++stats_.graph_replays;
   ++stats_.slot_calls;
   return true;

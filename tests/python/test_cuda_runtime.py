@@ -237,6 +237,26 @@ def test_cuda_many_input_addresses_past_the_kept_graphs_match_eager():
 
 
 @needs_cuda
+@pytest.mark.parametrize("layout", ["transposed", "channels_last"])
+def test_cuda_static_slots_keep_a_strided_input_layout(layout):
+    # Forced through the slots: each call's input is copied into a slot of the same layout (not packed).
+    torch.manual_seed(0)
+    if layout == "transposed":
+        model = torch.nn.Linear(64, 32).cuda().eval()
+        xs = [torch.randn(64, 8, device="cuda").t() for _ in range(8)]
+    else:
+        model = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU()).cuda().half().eval()
+        xs = [torch.randn(2, 8, 16, 16, device="cuda").half().to(memory_format=torch.channels_last) for _ in range(8)]
+    compiled, reports = compile_with_reports(model, options={"cuda_graph_new_addresses": "slots"})
+    with torch.inference_mode():
+        for x in xs:
+            assert_close(compiled(x), model(x))
+        (exe,) = executables(reports)
+        assert exe.input_types()[0][2] != list(torch.empty(xs[0].shape).stride())  # planned strided, not packed
+        assert exe.call_stats()["slot_calls"] >= 3
+
+
+@needs_cuda
 def test_cuda_graphs_option_off_runs_eagerly():
     torch.manual_seed(0)
     model = Block().cuda().eval()
