@@ -79,13 +79,14 @@ def kiln_call_stats() -> dict:
     an address changed), replays, slot calls (replays whose inputs and outputs were copied through static
     slots), and why a region was not captured (a call that launches every kernel
     from the host costs far more host time than a replay)."""
-    total = {"regions": 0, "calls": 0, "graph_captures": 0, "graph_updates": 0, "graph_replays": 0, "slot_calls": 0}
+    counted = ("calls", "graph_captures", "graph_updates", "graph_replays", "slot_calls")
+    total = {"regions": 0, **dict.fromkeys(counted, 0)}
     reasons = set()
     for graph in KILN_REPORTS:  # one GraphReport per compiled graph
         for region in graph.region_modules:
             stats = region.exe.call_stats()
             total["regions"] += 1
-            for key in ("calls", "graph_captures", "graph_updates", "graph_replays", "slot_calls"):
+            for key in counted:
                 total[key] += stats[key]
             if stats["uncaptured_reason"]:
                 reasons.add(stats["uncaptured_reason"])

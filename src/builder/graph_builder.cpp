@@ -21,13 +21,21 @@ DType scalar_dtype(const Operand& o) {
 // Whether `dtype` holds the number exactly (NaN counts as held: it stays NaN).
 bool holds_exactly(double v, DType dtype) { return std::isnan(v) || round_to(dtype, v) == v; }
 
-// A 0-d constant of a wider float dtype that `t` cannot hold: a literal, or a `full` (aten.scalar_tensor).
-// Other 0-d tensors (inputs, weights) may live on the device, where torch's kernels round them to `t`.
-bool wider_scalar_constant(const Value& v, DType t) {
-  if (v.type.rank() != 0 || !is_floating(v.type.dtype) || dtype_size(v.type.dtype) <= dtype_size(t)) return false;
-  if (v.kind == ValueKind::literal) return !holds_exactly(load_scalar(v.literal_data.data(), v.type.dtype), t);
+// The number a 0-d constant holds: a literal's, or a `full`'s (aten.scalar_tensor); none for other values.
+std::optional<double> constant_number(const Value& v) {
+  if (v.type.rank() != 0) return std::nullopt;
+  if (v.kind == ValueKind::literal) return load_scalar(v.literal_data.data(), v.type.dtype);
   const Node* p = v.producer;
-  return p != nullptr && p->op->name == "full" && !holds_exactly(p->attrs.get_float("value"), t);
+  if (p != nullptr && p->op->name == "full") return p->attrs.get_float("value");
+  return std::nullopt;
+}
+
+// A 0-d constant of a wider float dtype, holding a number `t` cannot hold. Other 0-d tensors (inputs,
+// weights) may live on the device, where torch's kernels round them to `t`.
+bool wider_scalar_constant(const Value& v, DType t) {
+  if (!is_floating(v.type.dtype) || dtype_size(v.type.dtype) <= dtype_size(t)) return false;
+  std::optional<double> n = constant_number(v);
+  return n.has_value() && !holds_exactly(*n, t);
 }
 
 // Note [Scalars in f16 and bf16]: torch's kernels for an f16/bf16 tensor and
@@ -72,9 +80,7 @@ std::optional<double> divisor_number(const Operand& o, DType t) {
   if (const auto* i = std::get_if<int64_t>(&o)) return static_cast<double>(*i);
   if (const auto* b = std::get_if<bool>(&o)) return *b ? 1.0 : 0.0;
   const Value& v = *std::get<Value*>(o);
-  if (!wider_scalar_constant(v, t)) return std::nullopt;
-  return v.kind == ValueKind::literal ? load_scalar(v.literal_data.data(), v.type.dtype)
-                                      : v.producer->attrs.get_float("value");
+  return wider_scalar_constant(v, t) ? constant_number(v) : std::nullopt;
 }
 }  // namespace
 

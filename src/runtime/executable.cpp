@@ -238,10 +238,11 @@ bool Executable::run_captured(std::span<const TensorView> inputs, std::span<cons
   if (steps_.empty() && plan_.output_copies.empty()) return false;
   if (stats_.calls == 1) return false;  // the first call runs eagerly: kernels set themselves up there
   std::vector<const void*> pointers = call_pointers(outputs);
-  bool kept = std::any_of(captured_.begin(), captured_.end(), [&](const CapturedCall& c) { return c.pointers == pointers; });
-  if (!kept && captured_.size() >= kMaxCapturedCalls && use_slots()) return run_slotted(inputs, outputs, stream);
-  CapturedCall* call = graph_for(captured_, kMaxCapturedCalls, outputs);
+  CapturedCall* call = kept_graph(captured_, pointers);
+  if (call == nullptr && captured_.size() >= kMaxCapturedCalls && use_slots()) return run_slotted(inputs, outputs, stream);
+  if (call == nullptr) call = record_graph(captured_, kMaxCapturedCalls, std::move(pointers), outputs);
   if (call == nullptr) return false;
+  call->last_use = stats_.calls;
   call->work->replay(stream);
   ++stats_.graph_replays;
   return true;
@@ -276,67 +277,67 @@ bool Executable::run_slotted(std::span<const TensorView> inputs, std::span<const
     for (const Value* v : graph_->outputs()) slot_outputs_.push_back(slot(TensorType(v->type.dtype, v->type.dims)));
   }
   bind_pointers(slot_inputs_, slot_outputs_);
-  CapturedCall* call = graph_for(slotted_, 1, slot_outputs_);
+  std::vector<const void*> pointers = call_pointers(slot_outputs_);
+  CapturedCall* call = kept_graph(slotted_, pointers);
+  if (call == nullptr) call = record_graph(slotted_, 1, std::move(pointers), slot_outputs_);
   if (call == nullptr) {
     bind_pointers(inputs, outputs);
     return false;
   }
   // A slot has its tensor's layout (check_inputs and check_outputs hold the caller's to it), so the bytes
   // of the storage span copy as one block, whatever the strides (a channels-last input stays one).
-  auto span = [&](const void* data, const TensorType& type) {
-    return TensorView(const_cast<void*>(data), TensorType(DType::u8, {type.storage_bytes()}), device_);
+  auto bytes_at = [&](const void* data, const TensorView& slot) {
+    return TensorView(const_cast<void*>(data), TensorType(DType::u8, {slot.type().storage_bytes()}), device_);
   };
-  const auto& in = graph_->inputs();
   for (size_t k = 0; k < inputs.size(); ++k)
-    backend_->copy(span(slot_inputs_[k].data, in[k]->type), span(inputs[k].data, in[k]->type), stream);
+    backend_->copy(bytes_at(slot_inputs_[k].data, slot_inputs_[k]), bytes_at(inputs[k].data, slot_inputs_[k]), stream);
   call->work->replay(stream);
   for (size_t k = 0; k < outputs.size(); ++k)
-    backend_->copy(span(outputs[k].data, slot_outputs_[k].type()), span(slot_outputs_[k].data, slot_outputs_[k].type()),
+    backend_->copy(bytes_at(outputs[k].data, slot_outputs_[k]), bytes_at(slot_outputs_[k].data, slot_outputs_[k]),
                    stream);
   ++stats_.graph_replays;
   ++stats_.slot_calls;
   return true;
 }
 
-Executable::CapturedCall* Executable::graph_for(std::vector<CapturedCall>& kept, size_t max_kept,
-                                                std::span<const TensorView> outputs) {
-  std::vector<const void*> pointers = call_pointers(outputs);
-  CapturedCall* call = nullptr;
+Executable::CapturedCall* Executable::kept_graph(std::vector<CapturedCall>& kept,
+                                                 const std::vector<const void*>& pointers) {
   for (CapturedCall& c : kept)
-    if (c.pointers == pointers) call = &c;
+    if (c.pointers == pointers) return &c;
+  return nullptr;
+}
+
+Executable::CapturedCall* Executable::record_graph(std::vector<CapturedCall>& kept, size_t max_kept,
+                                                   std::vector<const void*> pointers,
+                                                   std::span<const TensorView> outputs) {
   auto body = [&](Stream s) { enqueue(outputs, s); };
   std::string why;
-  if (call == nullptr && kept.size() >= max_kept) {
-    call = &*std::min_element(kept.begin(), kept.end(),
-                              [](const CapturedCall& a, const CapturedCall& b) { return a.last_use < b.last_use; });
+  if (kept.size() >= max_kept) {
+    CapturedCall* call = &*std::min_element(
+        kept.begin(), kept.end(), [](const CapturedCall& a, const CapturedCall& b) { return a.last_use < b.last_use; });
     auto start = std::chrono::steady_clock::now();
     bool updated = call->work->update(body, &why);
     update_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (updated) {
       ++stats_.graph_updates;
-      call->pointers = pointers;
-    } else {
-      log_at(LogLevel::info, "executable: graph update failed (", why, "); capturing anew");
-      kept.erase(kept.begin() + (call - kept.data()));
-      call = nullptr;
+      call->pointers = std::move(pointers);
+      return call;
     }
+    log_at(LogLevel::info, "executable: graph update failed (", why, "); capturing anew");
+    kept.erase(kept.begin() + (call - kept.data()));
   }
-  if (call == nullptr) {
-    std::unique_ptr<CapturedWork> work = backend_->capture(body, &why);
-    if (work == nullptr) {
-      stats_.uncaptured_reason = why.empty() ? "capture failed" : why;
-      captured_.clear();
-      slotted_.clear();
-      log_at(LogLevel::warn, "executable on ", to_string(device_), " runs without CUDA graphs: ",
-             stats_.uncaptured_reason);
-      return nullptr;
-    }
-    ++stats_.graph_captures;
-    kept.push_back(CapturedCall{std::move(pointers), std::move(work), 0});
-    call = &kept.back();
+  std::unique_ptr<CapturedWork> work = backend_->capture(body, &why);
+  if (work == nullptr) {
+    stats_.uncaptured_reason = why.empty() ? "capture failed" : why;
+    captured_.clear();
+    slotted_.clear();
+    log_at(LogLevel::warn, "executable on ", to_string(device_), " runs without CUDA graphs: ",
+           stats_.uncaptured_reason);
+    return nullptr;
   }
-  call->last_use = stats_.calls;
-  return call;
+  ++stats_.graph_captures;
+  kept.push_back(CapturedCall{std::move(pointers), std::move(work), 0});
+  return &kept.back();
 }
 
 CallStats Executable::call_stats() const {

@@ -157,9 +157,12 @@ class Executable {
   bool use_slots() const;
   // What identifies a recorded graph: every plan value's pointer (bound in ptr_) and the outputs'.
   std::vector<const void*> call_pointers(std::span<const TensorView> outputs) const;
-  // The kept graph for the bound pointers and `outputs`, recorded when none matches (updating the least
-  // recently used one once `kept` holds `max_kept`); null when capture fails (the executable then stays uncaptured).
-  CapturedCall* graph_for(std::vector<CapturedCall>& kept, size_t max_kept, std::span<const TensorView> outputs);
+  // The graph in `kept` recorded with `pointers` (call_pointers), or null.
+  static CapturedCall* kept_graph(std::vector<CapturedCall>& kept, const std::vector<const void*>& pointers);
+  // Records the bound call writing `outputs` into `kept`, updating its least recently used graph once it holds
+  // `max_kept`; null when capture fails (the executable then stays uncaptured).
+  CapturedCall* record_graph(std::vector<CapturedCall>& kept, size_t max_kept, std::vector<const void*> pointers,
+                             std::span<const TensorView> outputs);
 
   std::unique_ptr<Graph> graph_;
   Device device_;

@@ -49,6 +49,17 @@ struct Fixture {
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     expect_match(out.download(), reference(x), what);
   }
+  // check(), with the input and output kept alive so that every such call has addresses of its own.
+  std::vector<std::unique_ptr<DeviceTensor>> alive;
+  void check_at_new_addresses(Executable& gpu, cudaStream_t stream, const std::string& what) {
+    HostTensor x = random_tensor(DType::f32, {16, 32}, rng);
+    alive.push_back(std::make_unique<DeviceTensor>(x));
+    alive.push_back(std::make_unique<DeviceTensor>(poisoned(gpu.output_types()[0])));
+    TensorView in[] = {alive[alive.size() - 2]->view()}, outs[] = {alive.back()->view()};
+    gpu.run(in, outs, Stream{stream});
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    expect_match(alive.back()->download(), reference(x), what);
+  }
 };
 
 TEST(CudaRuntime, GraphsReplayFollowNewAddressesAndWeightUpdates) {
@@ -85,16 +96,7 @@ TEST(CudaRuntime, GraphsReplayFollowNewAddressesAndWeightUpdates) {
   EXPECT_EQ(gpu.call_stats().graph_captures, 1);
 
   // Inputs and outputs at new addresses, more sets than graphs kept: captures, then updates.
-  std::vector<std::unique_ptr<DeviceTensor>> alive;  // so every call's buffers have their own addresses
-  for (int k = 0; k < 6; ++k) {
-    HostTensor xk = random_tensor(DType::f32, {16, 32}, f.rng);
-    alive.push_back(std::make_unique<DeviceTensor>(xk));
-    alive.push_back(std::make_unique<DeviceTensor>(poisoned(gpu.output_types()[0])));
-    TensorView ink[] = {alive[alive.size() - 2]->view()}, outk[] = {alive.back()->view()};
-    gpu.run(ink, outk, Stream{s});
-    KILN_CUDA_OK(cudaStreamSynchronize(s));
-    expect_match(alive.back()->download(), f.reference(xk), str_cat("new addresses ", k));
-  }
+  for (int k = 0; k < 6; ++k) f.check_at_new_addresses(gpu, s, str_cat("new addresses ", k));
   st = gpu.call_stats();
   EXPECT_EQ(st.graph_replays, st.calls - 1);
   EXPECT_GE(st.graph_updates + st.graph_captures, 7);
@@ -111,18 +113,8 @@ TEST(CudaRuntime, StaticSlotsCarryNewAddressesAndMovedWeights) {
   gpu.bind_weight("w", f.dw.view());
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  std::vector<std::unique_ptr<DeviceTensor>> alive;  // every call's buffers at their own addresses
-  auto call_at_new_addresses = [&](const std::string& what) {
-    HostTensor x = random_tensor(DType::f32, {16, 32}, f.rng);
-    alive.push_back(std::make_unique<DeviceTensor>(x));
-    alive.push_back(std::make_unique<DeviceTensor>(poisoned(gpu.output_types()[0])));
-    TensorView in[] = {alive[alive.size() - 2]->view()}, outs[] = {alive.back()->view()};
-    gpu.run(in, outs, Stream{s});
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    expect_match(alive.back()->download(), f.reference(x), what);
-  };
   // One eager call, four kept graphs, then three calls through the slots.
-  for (int k = 0; k < 8; ++k) call_at_new_addresses(str_cat("new addresses ", k));
+  for (int k = 0; k < 8; ++k) f.check_at_new_addresses(gpu, s, str_cat("new addresses ", k));
   CallStats st = gpu.call_stats();
   EXPECT_EQ(st.uncaptured_reason, "");
   EXPECT_EQ(st.graph_replays, 7);
@@ -135,8 +127,8 @@ TEST(CudaRuntime, StaticSlotsCarryNewAddressesAndMovedWeights) {
   f.cpu.bind_weight("w", f.w.view());
   DeviceTensor moved(f.w);
   gpu.bind_weight("w", moved.view());
-  call_at_new_addresses("after the weight moved");
-  call_at_new_addresses("after the weight moved, again");
+  f.check_at_new_addresses(gpu, s, "after the weight moved");
+  f.check_at_new_addresses(gpu, s, "after the weight moved, again");
   st = gpu.call_stats();
   EXPECT_EQ(st.slot_calls, 5);
   EXPECT_EQ(st.graph_updates, 1);
