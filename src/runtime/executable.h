@@ -40,8 +40,8 @@
 //     out: device time for the copies (and slot memory, the size of the inputs
 //     and outputs, allocated on first use). Weights are never copied.
 // Measured on an H200 (bench/cuda_graph_addresses.py, 12 Linear+GELU blocks,
-// batch 8, 2026-12-03): replay 0.109 ms per call, update 0.307, static slots
-// 0.130. Which is cheaper depends on the kernel count against the bytes
+// fp16, batch 8, torch 2.11, kiln at a8708f5, 2026-12-03): replay 0.086 ms per
+// call; 8 inputs in turn: update 0.262, static slots 0.092, choose 0.096. Which is cheaper depends on the kernel count against the bytes
 // moved, so by default (NewAddresses::choose) the first such call updates,
 // timing the update, and later ones use slots when their estimated copy time
 // is under that. A call that cannot be captured runs uncaptured, and the
