@@ -262,17 +262,38 @@ def test_patch_conv_matches_eager(patch, dtype):
     ids=["max", "max_dilated_ceil", "avg", "avg_no_pad_ceil", "avg_divisor", "global_avg", "adaptive"],
 )
 @pytest.mark.parametrize("after_conv", [False, True], ids=["alone", "after_conv"])
-def test_pool_matches_eager(pool, dtype, after_conv):
+@pytest.mark.parametrize("channels", [6, 16], ids=["c6", "c16"])
+def test_pool_matches_eager(pool, dtype, after_conv, channels):
+    # After a convolution, f16/bf16 pools run channels-last in the conv chain: with 16 channels
+    # through the 16-byte vector kernel, with 6 (not whole packs) through the general one.
     torch.manual_seed(0)
-    conv = torch.nn.Conv2d(4, 6, 3, padding=1).to("cuda", dtype)
+    conv = torch.nn.Conv2d(4, channels, 3, padding=1).to("cuda", dtype)
 
     class Net(torch.nn.Module):
         def forward(self, x):
-            # after a convolution, f16/bf16 pools run channels-last in the conv chain
             return pool(conv(x) if after_conv else x)
 
     x = torch.randn(2, 4, 11, 9, device="cuda", dtype=dtype)
     assert compile_cuda(Net().eval(), [x], dtype) == []
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_channels_last_max_pool_propagates_nan_and_is_exact(dtype):
+    """The vector max pool keeps torch's rules: NaN wins, otherwise the exact maximum. The reference
+    pools kiln's own convolution output (the same cuDNN plan), so any difference is the pool's."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 32, 3, padding=1).to("cuda", dtype).eval()
+    pool = torch.nn.MaxPool2d(3, stride=2, padding=1)
+    x = torch.randn(2, 3, 20, 18, device="cuda", dtype=dtype)
+    x[0, 1, 4, 7] = float("nan")
+    x[1, :, 10:, :] = 0  # flat regions: ties between window elements
+    with torch.inference_mode():
+        expected = pool(torch.compile(conv, backend="kiln")(x))
+        got = torch.compile(torch.nn.Sequential(conv, pool), backend="kiln")(x)
+    assert expected.isnan().any()
+    assert torch.equal(got.isnan(), expected.isnan())
+    assert torch.equal(got.nan_to_num(), expected.nan_to_num())
 
 
 @needs_cuda

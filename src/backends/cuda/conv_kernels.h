@@ -40,6 +40,7 @@ struct PoolArgs {
   int64_t x_strides[4] = {};    // input strides in that order
   int64_t out_hw[2] = {};       // OH, OW
   int64_t out_strides[4] = {};  // output strides for N, C, OH, OW (values and indices alike)
+  bool channels_inner = false;  // threads walk C fastest (channels-last output), else OW fastest
   int64_t kernel[2] = {1, 1}, stride[2] = {1, 1}, padding[2] = {}, dilation[2] = {1, 1};
   bool count_include_pad = true;
   int64_t divisor_override = 0;

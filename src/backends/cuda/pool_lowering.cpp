@@ -63,6 +63,7 @@ std::unique_ptr<BackendKernel> make_pool(const Node& node, const LowerContext& c
   logical(node.outputs[0]->type, channels_last, out_dims, a.out_strides);
   a.out_hw[0] = out_dims[2];
   a.out_hw[1] = out_dims[3];
+  a.channels_inner = a.out_strides[1] == 1 && out_dims[1] > 1;
   const std::string& op = node.op->name;
   if (op == "adaptive_avg_pool2d") {
     a.kind = PoolKind::adaptive_avg;
