@@ -425,6 +425,23 @@ def test_cuda_flash_attention(seq, head_dim, dtype):
 
 
 @cuda
+@pytest.mark.parametrize("dtype", [f16, bf16], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("heads", [4, 64], ids=["split_keys", "whole_tiles"])
+def test_cuda_flash_attention_small_and_large_grids(heads, causal, dtype):
+    # Note [Split keys] (attention_kernels.cu): a grid under one block per multiprocessor splits each
+    # key tile between two warps and merges their softmax states (2 x 4 heads x 4 query blocks = 32
+    # blocks); 2 x 64 heads x 4 = 512 blocks take whole tiles. 200 keys: a ragged last tile.
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    inputs = _qkv(2, heads, 200, 200, 64, dtype, device="cuda")
+    with torch.no_grad():
+        expected = fn(*inputs)
+    got, report = compile_and_report(fn, *inputs)
+    assert_close(got, expected, dtype, **TOL[dtype])
+    assert _kiln_ops(report).get("attention") == 1, str(report)
+
+
+@cuda
 @pytest.mark.parametrize("dtype", [f16, bf16, f32], ids=str)
 @pytest.mark.parametrize("form", list(FORMS))
 def test_cuda_sdpa_forms(form, dtype):

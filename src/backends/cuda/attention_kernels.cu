@@ -1,7 +1,11 @@
 // CUDA attention kernels. Neither materializes the [L, S] score matrix.
 //
-// f16/bf16 (flash attention): a block of 4 warps owns 64 query rows of one
-// batch entry, 16 rows per warp. Q stays in registers as mma.sync A
+// f16/bf16 (flash attention): a block owns 64 query rows of one batch entry,
+// 16 rows per warp; with kSplit = 2 (grids smaller than one wave of the GPU)
+// it has 8 warps, two per 16 rows, and each takes half of every key tile, so
+// a warp's serial chain per tile is half as long; the two halves' softmax
+// states merge through shared memory at the end (Note [Split keys]). Q stays
+// in registers as mma.sync A
 // fragments; key/value tiles of 64 rows go through shared memory in two
 // stages (cp.async loads the next tile while this one is used; ldmatrix
 // reads the mma fragments out of it). For each
@@ -111,18 +115,18 @@ struct Half<__nv_bfloat16> {
 // Rows [n0, n0 + kBlockN) of a [S, cols] operand into a zero-padded [kBlockN, D]
 // tile: asynchronously (cp.async; the caller commits and waits) when `vec`
 // (cols % 8 == 0 and every row 16-byte aligned), else with plain stores.
-template <int D>
+template <int D, int kThreadCount>
 __device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t row_stride, int n0, int S,
                           int64_t cols, bool vec) {
   if (vec) {
     constexpr int kChunks = D / 8;
-    for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreads) {
+    for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreadCount) {
       const int r = i / kChunks, c = (i % kChunks) * 8;
       const bool valid = n0 + r < S && c < cols;
       copy_16_async(&dst[r][c], valid ? src + (n0 + r) * row_stride + c : src, valid);
     }
   } else {
-    for (int i = threadIdx.x; i < kBlockN * D; i += kThreads) {
+    for (int i = threadIdx.x; i < kBlockN * D; i += kThreadCount) {
       const int r = i / D, c = i % D;
       dst[r][c] = (n0 + r < S && c < cols) ? src[(n0 + r) * row_stride + c] : uint16_t{0};
     }
@@ -131,13 +135,31 @@ __device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t r
 
 // Shared memory of flash_attention<T, D, ...>: two stages of a key and a value tile.
 template <int D>
-constexpr int flash_shared_bytes() {
-  return 2 * 2 * kBlockN * (D + 8) * static_cast<int>(sizeof(uint16_t));
-}
+constexpr int kFlashSharedBytes = 2 * 2 * kBlockN * (D + 8) * static_cast<int>(sizeof(uint16_t));
 
-template <typename T, int D, bool kMask>
-__global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constant__ AttentionArgs a) {
+// Note [Split keys]
+// At batch 1, GPT-2 and BERT give 24 blocks to a 132-SM GPU: one warp per
+// scheduler, so every dependent instruction's latency is exposed (ncu on the
+// H200, 2026-12-03: 8.1 cycles per issued instruction, 10.5 us per launch
+// against cuDNN's 4.3). With kSplit = 2, warp w takes query rows
+// 16 (w % 4).. and keys [32 (w / 4), +32) of each 64-key tile, keeping its
+// own running maximum, sum and output. At the end the second half's state
+// goes to shared memory (the tile buffers, free by then) and the first half
+// merges it: with M the larger maximum, sum = sum_a 2^(m_a - M) + sum_b
+// 2^(m_b - M), and the outputs alike. A row that saw no key in either half
+// (M = -inf) gets zeros, as before.
+
+// Floats per lane of the merge: the output accumulators, two maxima, two sums.
+template <int D>
+constexpr int kMergeFloats = D / 2 + 4;
+
+template <typename T, int D, bool kMask, int kSplit>
+__global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __grid_constant__ AttentionArgs a) {
   using H = Half<T>;
+  constexpr int kThreadCount = kThreads * kSplit;
+  constexpr int kKeys = kBlockN / kSplit;  // keys of each tile this warp takes
+  constexpr int kGroups = kKeys / 8;        // in 8-key groups
+  static_assert(kSplit == 1 || kMergeFloats<D> * kThreads * 4 <= kFlashSharedBytes<D>);
   // Two stages: the next key/value tiles load (cp.async) while this one is used.
   extern __shared__ __align__(16) uint16_t shared[];
   using Tile = uint16_t (*)[D + 8];
@@ -155,7 +177,9 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   const uint16_t* v = static_cast<const uint16_t*>(a.v) + off.v;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates: row group, thread in group
-  const int warp_m0 = m0 + warp * 16;
+  const int row_warp = warp % 4, half = warp / 4;  // half: which keys of each tile (Note [Split keys])
+  const int warp_m0 = m0 + row_warp * 16;
+  const int key0 = half * kKeys;  // this warp's first key within a tile
   // ldmatrix row addresses (bytes in the shared window): the stage's tile base plus this lane's row
   // and column (keys: row lane % 8, 8-column group lane / 8; values, transposed: key lane % 16,
   // 8-column group lane / 16) plus a constant per fragment.
@@ -167,8 +191,8 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
 
   // The first key/value tiles start loading (cp.async) before Q is read, so the two latencies overlap:
   // at small grids (GPT-2 and BERT at batch 1: 24 blocks) a block's latency is the kernel's.
-  load_tile<D>(key_tile(0), k, a.k_row, 0, S, a.E, a.k_vec);
-  load_tile<D>(value_tile(0), v, a.v_row, 0, S, a.Ev, a.v_vec);
+  load_tile<D, kThreadCount>(key_tile(0), k, a.k_row, 0, S, a.E, a.k_vec);
+  load_tile<D, kThreadCount>(value_tile(0), v, a.v_row, 0, S, a.Ev, a.v_vec);
   commit_copies();
 
   // Q as A fragments (16 x 16 per k-step), read once from global memory.
@@ -202,27 +226,28 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   for (int n0 = 0; n0 < n_end; n0 += kBlockN, stage ^= 1) {
     // The other stage was last read in the previous iteration, before its closing barrier.
     if (n0 + kBlockN < n_end) {
-      load_tile<D>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, S, a.E, a.k_vec);
-      load_tile<D>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, S, a.Ev, a.v_vec);
+      load_tile<D, kThreadCount>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, S, a.E, a.k_vec);
+      load_tile<D, kThreadCount>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, S, a.Ev, a.v_vec);
     }
     commit_copies();
     wait_copies<1>();  // this stage's copies are done (the next stage's may be in flight)
     __syncthreads();
-    // A warp whose rows all lie past L, or (causal) that sees none of this tile's keys, has nothing to add.
-    if (warp_m0 < L && !(a.causal && n0 > warp_m0 + 15)) {
-      const uint32_t ks = shared_base + 2 * stage * kTileBytes + k_lane;
-      const uint32_t vs = shared_base + (2 * stage + 1) * kTileBytes + v_lane;
-
-      // Keys at or past key_end (past S, or under causality past this warp's last row) are masked for
-      // every row of the warp: 8-key groups wholly past it skip both products (the checked path below
-      // gives their scores -inf, so their P is 0). ViT's 197 keys use 5 of the last tile's 64.
-      const int key_end = a.causal && warp_m0 + 16 < S ? warp_m0 + 16 : S;
-      const int groups = (key_end - n0 + 7) / 8;  // at least 1: this tile has a key before key_end
+    // Keys at or past key_end (past S, or under causality past this warp's last row) are masked for
+    // every row of the warp: 8-key groups wholly past it skip both products (the checked path below
+    // gives their scores -inf, so their P is 0). ViT's 197 keys use 5 of the last tile's 64.
+    const int first = n0 + key0;  // this warp's first key
+    const int key_end = a.causal && warp_m0 + 16 < S ? warp_m0 + 16 : S;
+    const int left = (key_end - first + 7) / 8;  // at most 0 when every key of this warp lies past key_end
+    const int groups = left < kGroups ? left : kGroups;
+    // A warp whose rows all lie past L, or that has no key before key_end in this tile, has nothing to add.
+    if (warp_m0 < L && groups > 0) {
+      const uint32_t ks = shared_base + 2 * stage * kTileBytes + k_lane + key0 * kRowBytes;
+      const uint32_t vs = shared_base + (2 * stage + 1) * kTileBytes + v_lane + key0 * kRowBytes;
 
       // S = Q K^T: ldmatrix gives the B fragments of two 16-wide k-steps for 8 keys at once.
-      float s[kBlockN / 8][4];
+      float s[kGroups][4];
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
+      for (int j = 0; j < kGroups; ++j) {
         s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
         if (j >= groups) continue;
 #pragma unroll
@@ -237,10 +262,10 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
       // Scale, causal and mask, in log2 units; the tile's row maxima. Only tiles that reach past S,
       // cross this warp's causal diagonal or have a mask check elements one by one (a warp-uniform branch).
       float tile_max[2] = {row_max[0], row_max[1]};
-      const bool checked = kMask || n0 + kBlockN > S || (a.causal && n0 + kBlockN - 1 > warp_m0);
+      const bool checked = kMask || first + kKeys > S || (a.causal && first + kKeys - 1 > warp_m0);
       if (!checked) {
 #pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
+        for (int j = 0; j < kGroups; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             s[j][e] *= scale_log2;
@@ -248,10 +273,10 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
           }
       } else {
 #pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j) {
+        for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const int row = rows[e >> 1], col = n0 + 8 * j + 2 * t + (e & 1);
+            const int row = rows[e >> 1], col = first + 8 * j + 2 * t + (e & 1);
             float x = s[j][e] * scale_log2;
             if (col >= S || (a.causal && col > row)) {
               x = kNegInf;
@@ -278,7 +303,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
         row_max[r] = tile_max[r];
       }
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j)
+      for (int j = 0; j < kGroups; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float p = exp2f(s[j][e] - base[e >> 1]);
@@ -297,7 +322,7 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
 
       // O += P V: P's A fragments come from the score accumulators of two 8-key groups.
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      for (int kk = 0; kk < kKeys / 16; ++kk) {
         if (2 * kk >= groups) break;
         const uint32_t pa[4] = {H::pack(s[2 * kk][0], s[2 * kk][1]), H::pack(s[2 * kk][2], s[2 * kk][3]),
                                 H::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
@@ -320,8 +345,41 @@ __global__ void __launch_bounds__(kThreads) flash_attention(const __grid_constan
   for (int r = 0; r < 2; ++r) {
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    inv[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
   }
+  if constexpr (kSplit > 1) {
+    // Note [Split keys]: the second half hands its state over; [float][row warp, lane], no bank conflicts.
+    float* merge = reinterpret_cast<float*>(shared);
+    const int slot = row_warp * 32 + lane;
+    auto at = [&](int f) -> float& { return merge[f * kThreads + slot]; };
+    if (half == 1) {
+#pragma unroll
+      for (int d = 0; d < D / 8; ++d)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) at(4 * d + e) = o[d][e];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        at(D / 2 + r) = row_max[r];
+        at(D / 2 + 2 + r) = row_sum[r];
+      }
+    }
+    __syncthreads();
+    if (half == 1) return;
+    float own[2], other[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float m_other = at(D / 2 + r);
+      const float m = fmaxf(row_max[r], m_other);
+      own[r] = m == kNegInf ? 0.f : exp2f(row_max[r] - m);
+      other[r] = m == kNegInf ? 0.f : exp2f(m_other - m);
+      row_sum[r] = row_sum[r] * own[r] + at(D / 2 + 2 + r) * other[r];
+    }
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[d][e] = o[d][e] * own[e >> 1] + at(4 * d + e) * other[e >> 1];
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) inv[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
   uint16_t* out = static_cast<uint16_t*>(a.out) + output_base(a, batch);
   const int64_t out_row = a.out_heads * a.Ev;
 #pragma unroll
@@ -421,9 +479,9 @@ __global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_co
   }
 }
 
-template <typename T, int D, bool kMask>
+template <typename T, int D, bool kMask, int kSplit>
 cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
-  constexpr int bytes = flash_shared_bytes<D>();
+  constexpr int bytes = kFlashSharedBytes<D>;
   if constexpr (bytes > 48 * 1024) {
     // Above 48 KiB of dynamic shared memory a kernel opts in, once per device
     // (the first call, never a captured one: graphs are captured after it).
@@ -432,22 +490,43 @@ cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t 
     if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
     const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
     if (bit == 0 || (opted_in.load() & bit) == 0) {
-      cudaError_t e = cudaFuncSetAttribute(flash_attention<T, D, kMask>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      cudaError_t e =
+          cudaFuncSetAttribute(flash_attention<T, D, kMask, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
       if (e != cudaSuccess) return e;
       opted_in.fetch_or(bit);
     }
   }
-  flash_attention<T, D, kMask><<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(a);
+  flash_attention<T, D, kMask, kSplit><<<static_cast<unsigned>(blocks), kThreads * kSplit, bytes, stream>>>(a);
   return cudaGetLastError();
 }
 
-template <typename T>
-cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
+template <typename T, int kSplit>
+cudaError_t launch_flash_split(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   const int64_t head_dim = a.E > a.Ev ? a.E : a.Ev;
   const bool mask = a.mask != nullptr;
-  if (head_dim <= 32) return mask ? launch_flash_d<T, 32, true>(a, blocks, stream) : launch_flash_d<T, 32, false>(a, blocks, stream);
-  if (head_dim <= 64) return mask ? launch_flash_d<T, 64, true>(a, blocks, stream) : launch_flash_d<T, 64, false>(a, blocks, stream);
-  return mask ? launch_flash_d<T, 128, true>(a, blocks, stream) : launch_flash_d<T, 128, false>(a, blocks, stream);
+  if (head_dim <= 32)
+    return mask ? launch_flash_d<T, 32, true, kSplit>(a, blocks, stream) : launch_flash_d<T, 32, false, kSplit>(a, blocks, stream);
+  if (head_dim <= 64)
+    return mask ? launch_flash_d<T, 64, true, kSplit>(a, blocks, stream) : launch_flash_d<T, 64, false, kSplit>(a, blocks, stream);
+  return mask ? launch_flash_d<T, 128, true, kSplit>(a, blocks, stream) : launch_flash_d<T, 128, false, kSplit>(a, blocks, stream);
+}
+
+// The current device's multiprocessor count, read once per device ordinal below 64.
+int multiprocessors() {
+  static std::atomic<int> counts[64] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (device >= 64) return 0;
+  int n = counts[device].load();
+  if (n == 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) counts[device] = n;
+  return n;
+}
+
+// Note [Split keys]: a grid under one block per multiprocessor splits each tile's keys between two warps.
+template <typename T>
+cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
+  return blocks < multiprocessors() ? launch_flash_split<T, 2>(a, blocks, stream)
+                                    : launch_flash_split<T, 1>(a, blocks, stream);
 }
 
 }  // namespace
