@@ -45,16 +45,23 @@ struct Offsets {
   int64_t q = 0, k = 0, v = 0, m = 0;
 };
 
+// n / d for n >= 0, d >= 1: in 32 bits when both fit. A 64-bit division is a long dependent
+// instruction sequence on the GPU, and these precede a block's first load.
+__device__ int64_t quotient(int64_t n, int64_t d) {
+  if (((n | d) >> 31) == 0) return static_cast<uint32_t>(n) / static_cast<uint32_t>(d);
+  return n / d;
+}
+
 __device__ Offsets batch_offsets(const AttentionArgs& a, int64_t b) {
   Offsets o;
   for (int d = a.nbatch - 1; d >= 0; --d) {
     const int64_t n = a.batch_dims[d];
-    const int64_t i = b % n;
-    b /= n;
+    const int64_t rest = quotient(b, n), i = b - rest * n;
+    b = rest;
     const bool heads = d == a.nbatch - 1;
     o.q += i * a.q_batch[d];
-    o.k += (heads ? i / a.k_group : i) * a.k_batch[d];
-    o.v += (heads ? i / a.v_group : i) * a.v_batch[d];
+    o.k += (heads ? quotient(i, a.k_group) : i) * a.k_batch[d];
+    o.v += (heads ? quotient(i, a.v_group) : i) * a.v_batch[d];
     o.m += i * a.m_batch[d];
   }
   return o;
@@ -62,7 +69,8 @@ __device__ Offsets batch_offsets(const AttentionArgs& a, int64_t b) {
 
 // Where batch entry b's output rows start (AttentionOutputLayout in ops/attention_shape.h).
 __device__ int64_t output_base(const AttentionArgs& a, int64_t b) {
-  return (b / a.out_heads) * a.L * a.out_heads * a.Ev + (b % a.out_heads) * a.Ev;
+  const int64_t group = quotient(b, a.out_heads);
+  return group * a.L * a.out_heads * a.Ev + (b - group * a.out_heads) * a.Ev;
 }
 
 // ---- f16 / bf16 ------------------------------------------------------------------
@@ -196,12 +204,15 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
   commit_copies();
 
   // Q as A fragments (16 x 16 per k-step), read once from global memory.
+  // Two adjacent elements: one 4-byte load where both exist and are 4-byte aligned (every even column
+  // of GPT-2's and BERT's projections), else one at a time.
   auto q_pair = [&](int row, int col) -> uint32_t {
     uint32_t lo = 0, hi = 0;
     if (row < L) {
-      const uint16_t* p = q + row * a.q_row;
-      if (col < a.E) lo = p[col];
-      if (col + 1 < a.E) hi = p[col + 1];
+      const uint16_t* p = q + row * a.q_row + col;
+      if (col + 1 < a.E && reinterpret_cast<uintptr_t>(p) % 4 == 0) return *reinterpret_cast<const uint32_t*>(p);
+      if (col < a.E) lo = p[0];
+      if (col + 1 < a.E) hi = p[1];
     }
     return lo | (hi << 16);
   };
