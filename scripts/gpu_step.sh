@@ -17,13 +17,15 @@
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
 #   bash scripts/gpu_step.sh pick K [R]     # pytest tests/python -k K, and ctest -R R (a short call)
 #   bash scripts/gpu_step.sh py FILE [ARG...] # a Python script of the tree (a diagnostic), output in $OUT/py.log
+#   bash scripts/gpu_step.sh ncu REGEX FILE [ARG...] # ncu's counters for the first kernel matching REGEX that the
+#                                           # script launches, in $OUT/ncu_N.txt (N counts the calls of one command)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|first|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]}"
+step="${1:?usage: gpu_step.sh check|first|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]|ncu REGEX FILE [ARG...]}"
 shift
 
 ensure_built() {
@@ -98,5 +100,13 @@ case "$step" in
     ensure_built
     (cd "$ROOT" && python3 "${1:?py needs a script}" "${@:2}") > "$OUT/py.log" 2>&1
     echo "py rc=$?"; tail -40 "$OUT/py.log" ;;
+  ncu)
+    ensure_built
+    regex="${1:?ncu needs a kernel name regex and a script}"; n=1
+    while [ -f "$OUT/ncu_$n.txt" ]; do n=$((n + 1)); done
+    (cd "$ROOT" && ncu --clock-control none -k "regex:$regex" -c 1 --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+      --section ComputeWorkloadAnalysis python3 "${2:?ncu needs a script}" "${@:3}") > "$OUT/ncu_$n.txt" 2>&1
+    echo "ncu rc=$? ($OUT/ncu_$n.txt)"; grep -E "Duration|Registers|Achieved Occupancy|Theoretical Occupancy|Memory Throughput|Block Limit|Waves|Issued Ipc|No Eligible|Warp Cycles Per Issued" "$OUT/ncu_$n.txt" | head -24 ;;
   *) echo "unknown step '$step'" >&2; exit 2 ;;
 esac

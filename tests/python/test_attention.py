@@ -408,11 +408,13 @@ cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's C
 
 @cuda
 @pytest.mark.parametrize("dtype", [f16, bf16], ids=str)
-@pytest.mark.parametrize("head_dim", [32, 64, 80, 128])
+@pytest.mark.parametrize("head_dim", [32, 33, 36, 64, 80, 128])
 @pytest.mark.parametrize("seq", [1, 7, 128, 197, 513])
 def test_cuda_flash_attention(seq, head_dim, dtype):
-    # 1, 7 and 513 causal; 128 (whole tiles) and 197 (ViT's: a ragged last tile, a last query block
-    # with one busy warp) not.
+    # 1, 7 and 513 causal (513: nine query blocks, started last to first, Note [Heavy blocks first]);
+    # 128 (whole tiles) and 197 (ViT's: a ragged last tile, a last query block with one busy warp) not.
+    # Head dims 33 (q read one element at a time) and 36 (rows not in 16-byte pieces: tiles loaded and
+    # the output written element by element) take the kernel's unvectorized paths.
     causal = seq in (1, 7, 513)
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
     inputs = _qkv(2, 4, seq, seq, head_dim, dtype, device="cuda")

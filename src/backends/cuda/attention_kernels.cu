@@ -122,16 +122,23 @@ struct Half<__nv_bfloat16> {
 
 // Rows [n0, n0 + kBlockN) of a [S, cols] operand into a zero-padded [kBlockN, D]
 // tile: asynchronously (cp.async; the caller commits and waits) when `vec`
-// (cols % 8 == 0 and every row 16-byte aligned), else with plain stores.
+// (cols % 8 == 0 and every row 16-byte aligned), else with plain stores. A
+// thread copies the same 16-byte column of every kRowsPerPass-th row, so its
+// offsets are one product and a running sum.
 template <int D, int kThreadCount>
 __device__ void load_tile(uint16_t (*dst)[D + 8], const uint16_t* src, int64_t row_stride, int n0, int S,
-                          int64_t cols, bool vec) {
+                          int cols, bool vec) {
   if (vec) {
-    constexpr int kChunks = D / 8;
-    for (int i = threadIdx.x; i < kBlockN * kChunks; i += kThreadCount) {
-      const int r = i / kChunks, c = (i % kChunks) * 8;
+    constexpr int kChunks = D / 8, kRowsPerPass = kThreadCount / kChunks;
+    static_assert(kBlockN % kRowsPerPass == 0);
+    const int r0 = threadIdx.x / kChunks, c = (threadIdx.x % kChunks) * 8;
+    int64_t offset = (n0 + r0) * row_stride + c;
+    const int64_t step = kRowsPerPass * row_stride;
+#pragma unroll
+    for (int pass = 0; pass < kBlockN / kRowsPerPass; ++pass, offset += step) {
+      const int r = r0 + pass * kRowsPerPass;
       const bool valid = n0 + r < S && c < cols;
-      copy_16_async(&dst[r][c], valid ? src + (n0 + r) * row_stride + c : src, valid);
+      copy_16_async(&dst[r][c], valid ? src + offset : src, valid);
     }
   } else {
     for (int i = threadIdx.x; i < kBlockN * D; i += kThreadCount) {
@@ -157,12 +164,33 @@ constexpr int kFlashSharedBytes = 2 * 2 * kBlockN * (D + 8) * static_cast<int>(s
 // 2^(m_b - M), and the outputs alike. A row that saw no key in either half
 // (M = -inf) gets zeros, as before.
 
+// Note [Heavy blocks first]
+// Under causality a block's work grows with its first query row: at L = 128
+// the second 64-row block of a head reads two key tiles, the first one. The
+// GPU starts blocks roughly in index order, so when the grid is over one wave
+// (GPT-2 at batch 32: 768 blocks, 5 per SM on 132 SMs) and the heavy and light
+// blocks alternate, the last blocks to start are heavy ones and the kernel
+// takes three tiles' time instead of two. With heavy_first, block indices run
+// over the batch entries of the last query block first, then of the one
+// before. A head's blocks then no longer run side by side, so its key and value
+// rows are read once per block from L2 instead of by neighbours at the same
+// time; launch_attention asks for it only while all keys and values together
+// fit well inside L2 (kHeavyFirstBytes).
+
 // Floats per lane of the merge: the output accumulators, two maxima, two sums.
 template <int D>
 constexpr int kMergeFloats = D / 2 + 4;
 
+// Blocks per SM that ptxas keeps registers for (split grids are under one block per SM). At D <= 64, 5
+// (96 registers, against 118 unbounded, a few spilled to L1): at batch 32 GPT-2's 768 blocks then take
+// 660 SM slots at once instead of 528, which with Note [Heavy blocks first] ends the kernel after two
+// tiles' time instead of three. At D = 128, 3 (168 registers). launch_flash_d asks for the shared
+// memory to match.
+template <int D, int kSplit>
+constexpr int kMinBlocks = kSplit > 1 ? 1 : D <= 64 ? 5 : 3;
+
 template <typename T, int D, bool kMask, int kSplit>
-__global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __grid_constant__ AttentionArgs a) {
+__global__ void __launch_bounds__(kThreads * kSplit, (kMinBlocks<D, kSplit>)) flash_attention(const __grid_constant__ AttentionArgs a) {
   using H = Half<T>;
   constexpr int kThreadCount = kThreads * kSplit;
   constexpr int kKeys = kBlockN / kSplit;  // keys of each tile this warp takes
@@ -176,9 +204,18 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
 
   // L and S fit in int (launch_attention checks): row and key indices are 32-bit, offsets 64-bit.
   const int L = static_cast<int>(a.L), S = static_cast<int>(a.S);
-  const int m_blocks = (L + kBlockM - 1) / kBlockM;
-  const int64_t batch = blockIdx.x / m_blocks;
-  const int m0 = static_cast<int>(blockIdx.x % m_blocks) * kBlockM;
+  const int E = static_cast<int>(a.E), Ev = static_cast<int>(a.Ev);  // at most kAttentionMaxHeadDim
+  const uint32_t m_blocks = (L + kBlockM - 1) / kBlockM;
+  uint32_t batch, m_block;
+  if (a.heavy_first) {  // Note [Heavy blocks first]
+    const uint32_t batches = gridDim.x / m_blocks, rank = blockIdx.x / batches;
+    batch = blockIdx.x - rank * batches;
+    m_block = m_blocks - 1 - rank;
+  } else {
+    batch = blockIdx.x / m_blocks;
+    m_block = blockIdx.x - batch * m_blocks;
+  }
+  const int m0 = static_cast<int>(m_block) * kBlockM;
   const Offsets off = batch_offsets(a, batch);
   const uint16_t* q = static_cast<const uint16_t*>(a.q) + off.q;
   const uint16_t* k = static_cast<const uint16_t*>(a.k) + off.k;
@@ -199,30 +236,34 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
 
   // The first key/value tiles start loading (cp.async) before Q is read, so the two latencies overlap:
   // at small grids (GPT-2 and BERT at batch 1: 24 blocks) a block's latency is the kernel's.
-  load_tile<D, kThreadCount>(key_tile(0), k, a.k_row, 0, S, a.E, a.k_vec);
-  load_tile<D, kThreadCount>(value_tile(0), v, a.v_row, 0, S, a.Ev, a.v_vec);
+  load_tile<D, kThreadCount>(key_tile(0), k, a.k_row, 0, S, E, a.k_vec);
+  load_tile<D, kThreadCount>(value_tile(0), v, a.v_row, 0, S, Ev, a.v_vec);
   commit_copies();
 
-  // Q as A fragments (16 x 16 per k-step), read once from global memory.
-  // Two adjacent elements: one 4-byte load where both exist and are 4-byte aligned (every even column
-  // of GPT-2's and BERT's projections), else one at a time.
-  auto q_pair = [&](int row, int col) -> uint32_t {
-    uint32_t lo = 0, hi = 0;
-    if (row < L) {
-      const uint16_t* p = q + row * a.q_row + col;
-      if (col + 1 < a.E && reinterpret_cast<uintptr_t>(p) % 4 == 0) return *reinterpret_cast<const uint32_t*>(p);
-      if (col < a.E) lo = p[0];
-      if (col + 1 < a.E) hi = p[1];
-    }
-    return lo | (hi << 16);
-  };
+  // Q as A fragments (16 x 16 per k-step), read once from global memory: 4-byte pairs at constant
+  // offsets from two row pointers when q_pairs (every even column of GPT-2's and BERT's projections),
+  // else one element at a time.
   uint32_t qf[D / 16][4];
+  const uint16_t* q_rows[2] = {q + rows[0] * a.q_row, q + rows[1] * a.q_row};
+  const bool q_in[2] = {rows[0] < L, rows[1] < L};
+  if (a.q_pairs) {
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    qf[kk][0] = q_pair(rows[0], kk * 16 + 2 * t);
-    qf[kk][1] = q_pair(rows[1], kk * 16 + 2 * t);
-    qf[kk][2] = q_pair(rows[0], kk * 16 + 2 * t + 8);
-    qf[kk][3] = q_pair(rows[1], kk * 16 + 2 * t + 8);
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = i & 1, col = kk * 16 + 2 * t + 8 * (i >> 1);
+        qf[kk][i] = q_in[r] && col < E ? *reinterpret_cast<const uint32_t*>(q_rows[r] + col) : 0u;
+      }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = i & 1, col = kk * 16 + 2 * t + 8 * (i >> 1);
+        const uint32_t lo = q_in[r] && col < E ? q_rows[r][col] : 0u;
+        const uint32_t hi = q_in[r] && col + 1 < E ? q_rows[r][col + 1] : 0u;
+        qf[kk][i] = lo | (hi << 16);
+      }
   }
 
   float o[D / 8][4];
@@ -237,8 +278,8 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
   for (int n0 = 0; n0 < n_end; n0 += kBlockN, stage ^= 1) {
     // The other stage was last read in the previous iteration, before its closing barrier.
     if (n0 + kBlockN < n_end) {
-      load_tile<D, kThreadCount>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, S, a.E, a.k_vec);
-      load_tile<D, kThreadCount>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, S, a.Ev, a.v_vec);
+      load_tile<D, kThreadCount>(key_tile(stage ^ 1), k, a.k_row, n0 + kBlockN, S, E, a.k_vec);
+      load_tile<D, kThreadCount>(value_tile(stage ^ 1), v, a.v_row, n0 + kBlockN, S, Ev, a.v_vec);
     }
     commit_copies();
     wait_copies<1>();  // this stage's copies are done (the next stage's may be in flight)
@@ -271,7 +312,9 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
       }
 
       // Scale, causal and mask, in log2 units; the tile's row maxima. Only tiles that reach past S,
-      // cross this warp's causal diagonal or have a mask check elements one by one (a warp-uniform branch).
+      // cross this warp's causal diagonal or have a mask check elements (a warp-uniform branch). Without
+      // a mask, element (j, e) of row r holds key first + 2t + 8j + (e & 1), which is seen iff that is
+      // under both S and (causal) row r + 1: one comparison of a constant with seen[r].
       float tile_max[2] = {row_max[0], row_max[1]};
       const bool checked = kMask || first + kKeys > S || (a.causal && first + kKeys - 1 > warp_m0);
       if (!checked) {
@@ -282,6 +325,18 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
             s[j][e] *= scale_log2;
             tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[j][e]);
           }
+      } else if constexpr (!kMask) {
+        int seen[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) seen[r] = (a.causal && rows[r] + 1 < S ? rows[r] + 1 : S) - (first + 2 * t);
+#pragma unroll
+        for (int j = 0; j < kGroups; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float x = 8 * j + (e & 1) < seen[e >> 1] ? s[j][e] * scale_log2 : kNegInf;
+            s[j][e] = x;
+            tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
+          }
       } else {
 #pragma unroll
         for (int j = 0; j < kGroups; ++j) {
@@ -291,7 +346,7 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
             float x = s[j][e] * scale_log2;
             if (col >= S || (a.causal && col > row)) {
               x = kNegInf;
-            } else if (kMask && row < L) {
+            } else if (row < L) {
               const int64_t mo = off.m + row * a.m_row + col * a.m_col;
               if (a.mask_is_bool) {
                 if (!static_cast<const bool*>(a.mask)[mo]) x = kNegInf;
@@ -351,6 +406,7 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
     __syncthreads();  // every warp is done with this stage before it is loaded again
   }
 
+  wait_copies<0>();  // with no key (S = 0) the first tiles' zero fill may still be landing
   float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -393,13 +449,33 @@ __global__ void __launch_bounds__(kThreads * kSplit) flash_attention(const __gri
   for (int r = 0; r < 2; ++r) inv[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;
   uint16_t* out = static_cast<uint16_t*>(a.out) + output_base(a, batch);
   const int64_t out_row = a.out_heads * a.Ev;
+  if (a.out_vec) {
+    // The warp's 16 rows go through shared memory (value_tile(1): no warp reads a tile any more, and the
+    // merge above stays below it) and leave in 16-byte row pieces instead of scattered 2-byte stores.
+    static_assert(kMergeFloats<D> * kThreads * 4 <= 3 * kBlockN * (D + 8) * 2);
+    const Tile staged = value_tile(1) + row_warp * 16;
+#pragma unroll
+    for (int d = 0; d < D / 8; ++d) {
+      *reinterpret_cast<uint32_t*>(&staged[g][8 * d + 2 * t]) = H::pack(o[d][0] * inv[0], o[d][1] * inv[0]);
+      *reinterpret_cast<uint32_t*>(&staged[g + 8][8 * d + 2 * t]) = H::pack(o[d][2] * inv[1], o[d][3] * inv[1]);
+    }
+    __syncwarp();
+    constexpr int kChunks = D / 8;
+#pragma unroll
+    for (int i = lane; i < 16 * kChunks; i += 32) {
+      const int r = i / kChunks, c = (i % kChunks) * 8;
+      if (warp_m0 + r < L && c < Ev)
+        *reinterpret_cast<uint4*>(out + (warp_m0 + r) * out_row + c) = *reinterpret_cast<const uint4*>(&staged[r][c]);
+    }
+    return;
+  }
 #pragma unroll
   for (int d = 0; d < D / 8; ++d)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = rows[e >> 1];
       const int col = 8 * d + 2 * t + (e & 1);
-      if (row < L && col < a.Ev) out[row * out_row + col] = H::from_float(o[d][e] * inv[e >> 1]);
+      if (row < L && col < Ev) out[row * out_row + col] = H::from_float(o[d][e] * inv[e >> 1]);
     }
 }
 
@@ -493,19 +569,25 @@ __global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_co
 template <typename T, int D, bool kMask, int kSplit>
 cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   constexpr int bytes = kFlashSharedBytes<D>;
-  if constexpr (bytes > 48 * 1024) {
-    // Above 48 KiB of dynamic shared memory a kernel opts in, once per device
-    // (the first call, never a captured one: graphs are captured after it).
-    static std::atomic<uint64_t> opted_in{0};  // a bit per device ordinal below 64
-    int device = 0;
-    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-    if (bit == 0 || (opted_in.load() & bit) == 0) {
-      cudaError_t e =
-          cudaFuncSetAttribute(flash_attention<T, D, kMask, kSplit>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-      if (e != cudaSuccess) return e;
-      opted_in.fetch_or(bit);
+  // Once per device (the first call, never a captured one: graphs are captured after it): the opt-in
+  // above 48 KiB of dynamic shared memory, and the largest shared memory carveout, so that
+  // kMinBlocks blocks fit beside each other (the driver would otherwise size it for fewer).
+  static std::atomic<uint64_t> prepared{0};  // a bit per device ordinal below 64
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit == 0 || (prepared.load() & bit) == 0) {
+    auto* kernel = flash_attention<T, D, kMask, kSplit>;
+    if (bytes > 48 * 1024) {
+      if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+          e != cudaSuccess)
+        return e;
     }
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared);
+        e != cudaSuccess)
+      return e;
+    prepared.fetch_or(bit);
   }
   flash_attention<T, D, kMask, kSplit><<<static_cast<unsigned>(blocks), kThreads * kSplit, bytes, stream>>>(a);
   return cudaGetLastError();
@@ -562,8 +644,13 @@ cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
       attention_rows<__nv_bfloat16><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
     return cudaGetLastError();
   }
-  const int64_t blocks = batches * ((a.L + kBlockM - 1) / kBlockM);
-  return dtype == DType::f16 ? launch_flash<__half>(a, blocks, stream) : launch_flash<__nv_bfloat16>(a, blocks, stream);
+  const int64_t m_blocks = (a.L + kBlockM - 1) / kBlockM, blocks = batches * m_blocks;
+  if (blocks > int64_t{INT32_MAX}) return cudaErrorInvalidValue;  // one grid dimension, 32-bit block indices
+  AttentionArgs args = a;
+  constexpr int64_t kHeavyFirstBytes = int64_t{16} << 20;  // Note [Heavy blocks first]
+  args.heavy_first = a.causal && m_blocks > 1 && batches * a.S * (a.E + a.Ev) * 2 <= kHeavyFirstBytes;
+  return dtype == DType::f16 ? launch_flash<__half>(args, blocks, stream)
+                             : launch_flash<__nv_bfloat16>(args, blocks, stream);
 }
 
 }  // namespace kiln::cuda

@@ -32,7 +32,10 @@ struct AttentionArgs {
   int64_t m_row = 0, m_col = 0;
   int64_t out_heads = 1;  // heads_last: batch entry b's rows start at (b / H) L H Ev + (b % H) Ev, H Ev apart
   bool k_vec = false, v_vec = false;  // rows can be read 16 bytes at a time
+  bool q_pairs = false;               // q's rows can be read 4 bytes (two elements) at a time
+  bool out_vec = false;               // out's rows can be written 16 bytes at a time
   bool tensor_cores = false;          // the device has mma.sync for f16/bf16 (sm_80 or newer)
+  bool heavy_first = false;           // set by launch_attention (Note [Heavy blocks first], attention_kernels.cu)
 };
 
 // The largest head dim (E and Ev) the kernels take.

@@ -38,11 +38,13 @@ void batch_strides(const TensorView& t, const Dims& batch, int64_t* strides, int
   }
 }
 
-bool rows_vectorizable(const TensorView& t, int64_t cols) {
-  constexpr int64_t kVec = 8;  // 16 bytes of f16/bf16
-  if (cols % kVec != 0 || reinterpret_cast<uintptr_t>(t.data) % 16 != 0) return false;
+// Whether every row of `t` (f16/bf16) can be read `elements` at a time: the row length and every
+// stride are multiples of it and the data is aligned to its bytes.
+bool rows_vectorizable(const TensorView& t, int64_t cols, int64_t elements = 8) {
+  const int64_t bytes = 2 * elements;
+  if (t.dtype == DType::f32 || cols % elements != 0 || reinterpret_cast<uintptr_t>(t.data) % bytes != 0) return false;
   for (size_t d = 0; d + 1 < t.dims.size(); ++d)
-    if (t.dims[d] != 1 && t.strides[d] % kVec != 0) return false;
+    if (t.dims[d] != 1 && t.strides[d] % elements != 0) return false;
   return true;
 }
 
@@ -85,8 +87,10 @@ class AttentionKernel final : public CudaKernel {
     a.q_row = q.strides[q.dims.size() - 2];
     a.k_row = k.strides[k.dims.size() - 2];
     a.v_row = v.strides[v.dims.size() - 2];
-    a.k_vec = q.dtype != DType::f32 && rows_vectorizable(k, a.E);
-    a.v_vec = q.dtype != DType::f32 && rows_vectorizable(v, a.Ev);
+    a.k_vec = rows_vectorizable(k, a.E);
+    a.v_vec = rows_vectorizable(v, a.Ev);
+    a.q_pairs = rows_vectorizable(q, a.E, 2);
+    a.out_vec = rows_vectorizable(y, a.Ev);
     if (in.size() > 3) {
       const TensorView& m = in[3];
       Dims target = batch;
