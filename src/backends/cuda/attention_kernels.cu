@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "backends/cuda/attention_launch.h"
+#include "backends/cuda/multiprocessors.h"
 #include "backends/cuda/tile_copy.cuh"
 #include "ir/dtype.h"
 
@@ -604,21 +605,10 @@ cudaError_t launch_flash_split(const AttentionArgs& a, int64_t blocks, cudaStrea
   return mask ? launch_flash_d<T, 128, true, kSplit>(a, blocks, stream) : launch_flash_d<T, 128, false, kSplit>(a, blocks, stream);
 }
 
-// The current device's multiprocessor count, read once per device ordinal below 64.
-int multiprocessors() {
-  static std::atomic<int> counts[64] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  if (device >= 64) return 0;
-  int n = counts[device].load();
-  if (n == 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) counts[device] = n;
-  return n;
-}
-
 // Note [Split keys]: a grid under one block per multiprocessor splits each tile's keys between two warps.
 template <typename T>
 cudaError_t launch_flash(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
-  return blocks < multiprocessors() ? launch_flash_split<T, 2>(a, blocks, stream)
+  return blocks < current_multiprocessors() ? launch_flash_split<T, 2>(a, blocks, stream)
                                     : launch_flash_split<T, 1>(a, blocks, stream);
 }
 

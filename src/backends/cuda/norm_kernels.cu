@@ -10,6 +10,7 @@
 // Every other row takes the block kernel: one block per row, read through
 // its strides.
 #include "backends/cuda/block_reduce.cuh"
+#include "backends/cuda/multiprocessors.h"
 #include "backends/cuda/vector_io.cuh"
 
 namespace kiln::cuda {
@@ -17,7 +18,7 @@ namespace kiln::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarps = 8;           // rows per block of the warp kernel
+constexpr int kWarps = 8;           // rows per block of the warp kernel, at most
 constexpr int kMaxWarpRow = 2048;   // 64 floats per lane
 
 // x[0..V) = p[0..V) as float: one element, or one 16-byte vector.
@@ -33,6 +34,13 @@ KILN_D void store_items(T* p, const float (&y)[V]) {
   else store_pack<T>(p, y);
 }
 
+// w[0..count) = p[k..k + count) converted to float, for a weight or bias of
+// another dtype than the input's: out of line, so that this rare path's
+// dtype switch is one copy in the kernel's code instead of one per element.
+__noinline__ __device__ void load_params_as_float(const void* p, int dtype, int k, int count, float* w) {
+  for (int j = 0; j < count; ++j) w[j] = load_as<float>(p, dtype, k + j);
+}
+
 // A weight or bias at row position k: typed (vector) loads when it has the
 // input's storage type, else converted element by element.
 template <typename T, int V>
@@ -40,8 +48,10 @@ KILN_D void load_param(const void* p, int dtype, bool typed, int k, float (&w)[V
   if (typed) {
     load_items<T, V>(static_cast<const T*>(p) + k, w);
   } else {
+    float converted[V];
+    load_params_as_float(p, dtype, k, V, converted);
 #pragma unroll
-    for (int j = 0; j < V; ++j) w[j] = load_as<float>(p, dtype, k + j);
+    for (int j = 0; j < V; ++j) w[j] = converted[j];
   }
 }
 
@@ -49,7 +59,11 @@ KILN_D void load_param(const void* p, int dtype, bool typed, int k, float (&w)[V
 // (v * 32 + l) * V .. + V; with V > 1 the row length, the rows' offsets and
 // the pointers are multiples of V elements (16 bytes), so every access is
 // whole and aligned. Two blocks per SM at least: up to 128 registers.
-template <typename T, int V, int Items>
+// kLayerNorm picks the op family at compile time (layer_norm, else softmax
+// and log_softmax): a kernel holds only its own op's code, which matters
+// because these short kernels start with a cold instruction cache between
+// a model's matrix products.
+template <typename T, int V, int Items, bool kLayerNorm>
 __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_constant__ RowArgs a) {
   constexpr int kAccesses = Items / V;
   const RowSpace& r = a.rows;
@@ -59,8 +73,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
   auto aligned = [](const void* p) { return V == 1 || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const bool typed_params = a.param_dtype == a.dtype && (!a.weight || aligned(a.weight)) && (!a.bias || aligned(a.bias));
   const int64_t* const kept_strides[2] = {r.kept_in, r.kept_out};
-  for (int64_t row = blockIdx.x * static_cast<int64_t>(kWarps) + threadIdx.x / 32; row < r.rows;
-       row += static_cast<int64_t>(gridDim.x) * kWarps) {
+  const int warps = blockDim.x / 32;  // rows per block (launch_warp_kernel)
+  for (int64_t row = blockIdx.x * static_cast<int64_t>(warps) + threadIdx.x / 32; row < r.rows;
+       row += static_cast<int64_t>(gridDim.x) * warps) {
     int64_t base[2];
     offsets_of<2>(row, r.kept, kept_strides, base);
     float x[kAccesses][V];
@@ -69,7 +84,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
       const int k = (v * 32 + lane) * V;
       if (k < n) load_items<T, V>(in + base[0] + k, x[v]);
     }
-    if (a.op == RowOp::layer_norm) {
+    if constexpr (kLayerNorm) {
       float sum = 0;
 #pragma unroll
       for (int v = 0; v < kAccesses; ++v)
@@ -185,16 +200,30 @@ __global__ void __launch_bounds__(kThreads) row_kernel(const __grid_constant__ R
   }
 }
 
+template <typename T, int V, bool kLayerNorm>
+void launch_warp_kernel(const RowArgs& a, int items, cudaStream_t s) {
+  // kWarps rows per block, fewer when that would leave multiprocessors idle: GPT-2 at batch 1 has 128
+  // rows, 16 blocks of 8 rows on a 132-SM GPU, where 128 blocks of one row spread the loads.
+  int warps = kWarps;
+  const int64_t sms = current_multiprocessors();
+  while (warps > 1 && (a.rows.rows + warps - 1) / warps < sms) warps /= 2;
+  const int64_t blocks = (a.rows.rows + warps - 1) / warps;
+  const unsigned grid = static_cast<unsigned>(blocks > (1 << 20) ? (1 << 20) : blocks);
+  const unsigned threads = static_cast<unsigned>(warps * 32);
+  switch (items) {
+    case 8: warp_row_kernel<T, V, 8, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
+    case 16: warp_row_kernel<T, V, 16, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
+    case 32: warp_row_kernel<T, V, 32, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
+    default: warp_row_kernel<T, V, 64, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
+  }
+}
+
 template <typename T, int V>
 void launch_warp_kernel(const RowArgs& a, int items, cudaStream_t s) {
-  const int64_t blocks = (a.rows.rows + kWarps - 1) / kWarps;
-  const unsigned grid = static_cast<unsigned>(blocks > (1 << 20) ? (1 << 20) : blocks);
-  switch (items) {
-    case 8: warp_row_kernel<T, V, 8><<<grid, kWarps * 32, 0, s>>>(a); break;
-    case 16: warp_row_kernel<T, V, 16><<<grid, kWarps * 32, 0, s>>>(a); break;
-    case 32: warp_row_kernel<T, V, 32><<<grid, kWarps * 32, 0, s>>>(a); break;
-    default: warp_row_kernel<T, V, 64><<<grid, kWarps * 32, 0, s>>>(a); break;
-  }
+  if (a.op == RowOp::layer_norm)
+    launch_warp_kernel<T, V, true>(a, items, s);
+  else
+    launch_warp_kernel<T, V, false>(a, items, s);
 }
 
 // The warp kernel for a (collapsed) row space whose rows are contiguous:
