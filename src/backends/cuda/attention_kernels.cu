@@ -14,7 +14,8 @@
 // registers, updates the running row max and sum (online softmax, in log2
 // units), and adds P V (P rounded to the input dtype, as A fragments made
 // straight from the score accumulators) into f32 output accumulators. Head
-// dims are padded with zeros to the kernel's D (32, 64 or 128).
+// dims are padded with zeros to the kernel's D (32, 64 or 128). The output
+// leaves through shared memory in 16-byte row pieces where its rows allow.
 //
 // f32 (and f16/bf16 on GPUs older than sm_80): one warp per query row; lanes
 // split the head dim, and the same online softmax runs over the keys one at a
