@@ -408,7 +408,10 @@ __global__ void __launch_bounds__(kThreads * kSplit, (kMinBlocks<D, kSplit>)) fl
     __syncthreads();  // every warp is done with this stage before it is loaded again
   }
 
-  wait_copies<0>();  // with no key (S = 0) the first tiles' zero fill may still be landing
+  // With no key (S = 0) the loop never ran: the first tiles' zero fill may still be landing where the
+  // merge below writes. Every thread waits for its own copies, then for everyone's (n_end is uniform).
+  wait_copies<0>();
+  if (n_end <= 0) __syncthreads();
   float inv[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
