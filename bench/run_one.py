@@ -8,6 +8,7 @@ abs difference against eager. Backends: eager, inductor, reduce-overhead, kiln."
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -111,6 +112,15 @@ def kiln_stage_seconds(compile_s: float) -> dict:
     return spent
 
 
+def host_placement() -> dict:
+    """Where this process ran, to test run 8's guess about the bimodal host time per call
+    (docs/benchmarks.md): the CPU its thread was last on, how many CPUs it may use, and the host's
+    one-minute load average."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # fields from the third (state) on; the name may hold spaces
+    return {"cpu": int(fields[36]), "cpus_allowed": len(os.sched_getaffinity(0)), "load1": os.getloadavg()[0]}
+
+
 def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict:
     torch.manual_seed(0)
     model, inputs = WORKLOADS[workload]()
@@ -144,6 +154,7 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             fn(*inputs)
             host.append((time.perf_counter() - t0) * 1e3)
         torch.cuda.synchronize()
+        placement = host_placement()
         diff = (out.float() - reference).abs().max().item()
     extra = {"kiln_stage_s": kiln_stage_seconds(compile_s), "kiln_call_stats": kiln_call_stats()} \
         if backend == "kiln" else {}
@@ -152,7 +163,7 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
         "backend": backend, "workload": workload, "median_ms": statistics.median(times),
         "host_ms": statistics.median(host),
         "compile_s": compile_s, "peak_over_eager_mib": peak / 2**20, "after_over_eager_mib": after / 2**20,
-        "max_abs_diff": diff,
+        "max_abs_diff": diff, "host": placement,
     }
 
 
