@@ -14,8 +14,8 @@ import torch
 from run_one import diagnostic_main, warmed_up
 
 
-def profile(backend: str, workload: str, iters: int, top: int) -> str:
-    fn, inputs = warmed_up(backend, workload, 5)
+def device_times(fn, inputs, iters: int) -> tuple[collections.Counter, collections.Counter]:
+    """Device microseconds and launches by kernel name over `iters` calls of fn(*inputs), warmed up."""
     with torch.inference_mode():
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(iters):
@@ -26,6 +26,12 @@ def profile(backend: str, workload: str, iters: int, top: int) -> str:
         if e.device_type == torch.autograd.DeviceType.CUDA:
             totals[e.name] += e.device_time
             counts[e.name] += 1
+    return totals, counts
+
+
+def profile(backend: str, workload: str, iters: int, top: int) -> str:
+    fn, inputs = warmed_up(backend, workload, 5)
+    totals, counts = device_times(fn, inputs, iters)
     busy = sum(totals.values()) / iters / 1000
     lines = [f"== {backend} on {workload}: {busy:.3f} ms of kernels per call, {sum(counts.values()) / iters:.0f} per call"]
     for name, us in totals.most_common(top):

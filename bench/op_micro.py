@@ -13,12 +13,12 @@ A diagnostic for the GPU machine (run it under ncu to read a kernel's counters:
 from __future__ import annotations
 
 import argparse
-import collections
 
 import torch
 import torch.nn.functional as F
 
 import kiln  # noqa: F401  (registers the "kiln" backend)
+from kernel_profile import device_times
 
 
 def attention(heads: int, causal: bool):
@@ -37,15 +37,7 @@ def kernel_times(fn, x, iters: int) -> dict[str, tuple[float, int]]:
         for _ in range(5):
             fn(x)
         torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(iters):
-                fn(x)
-            torch.cuda.synchronize()
-    total, count = collections.Counter(), collections.Counter()
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            total[e.name] += e.device_time
-            count[e.name] += 1
+    total, count = device_times(fn, (x,), iters)
     return {name: (total[name] / count[name], count[name] // iters) for name in total}
 
 

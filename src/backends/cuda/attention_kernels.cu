@@ -1,4 +1,5 @@
-// CUDA attention kernels. Neither materializes the [L, S] score matrix.
+// CUDA attention: the flash kernel and launch_attention, which picks it or the
+// row kernel. Neither materializes the [L, S] score matrix.
 //
 // f16/bf16 (flash attention): a block owns 64 query rows of one batch entry,
 // 16 rows per warp; with kSplit = 2 (grids smaller than one wave of the GPU)
@@ -17,17 +18,16 @@
 // dims are padded with zeros to the kernel's D (32, 64 or 128). The output
 // leaves through shared memory in 16-byte row pieces where its rows allow.
 //
-// f32 (and f16/bf16 on GPUs older than sm_80): one warp per query row; lanes
-// split the head dim, and the same online softmax runs over the keys one at a
-// time.
-//
-// Fully masked rows give zeros (Note [Fully masked rows], attention_ops.cpp).
+// f32 (and f16/bf16 on GPUs older than sm_80) take the row kernel
+// (attention_rows.cu). Fully masked rows give zeros (Note [Fully masked
+// rows], attention_ops.cpp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <atomic>
 #include <cstdint>
 
+#include "backends/cuda/attention_indexing.cuh"
 #include "backends/cuda/attention_launch.h"
 #include "backends/cuda/multiprocessors.h"
 #include "backends/cuda/tile_copy.cuh"
@@ -41,40 +41,6 @@ constexpr int kBlockM = 64;  // query rows per block
 constexpr int kBlockN = 64;  // keys per tile
 constexpr int kThreads = 128;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kNegInf = -__builtin_huge_valf();
-
-struct Offsets {
-  int64_t q = 0, k = 0, v = 0, m = 0;
-};
-
-// n / d for n >= 0, d >= 1: in 32 bits when both fit. A 64-bit division is a long dependent
-// instruction sequence on the GPU, and these precede a block's first load.
-__device__ int64_t quotient(int64_t n, int64_t d) {
-  if (((n | d) >> 31) == 0) return static_cast<uint32_t>(n) / static_cast<uint32_t>(d);
-  return n / d;
-}
-
-__device__ Offsets batch_offsets(const AttentionArgs& a, int64_t b) {
-  Offsets o;
-  for (int d = a.nbatch - 1; d >= 0; --d) {
-    const int64_t n = a.batch_dims[d];
-    const int64_t rest = quotient(b, n), i = b - rest * n;
-    b = rest;
-    const bool heads = d == a.nbatch - 1;
-    o.q += i * a.q_batch[d];
-    o.k += (heads ? quotient(i, a.k_group) : i) * a.k_batch[d];
-    o.v += (heads ? quotient(i, a.v_group) : i) * a.v_batch[d];
-    o.m += i * a.m_batch[d];
-  }
-  return o;
-}
-
-// Where batch entry b's output rows start (AttentionOutputLayout in ops/attention_shape.h).
-__device__ int64_t output_base(const AttentionArgs& a, int64_t b) {
-  const int64_t group = quotient(b, a.out_heads);
-  return group * a.L * a.out_heads * a.Ev + (b - group * a.out_heads) * a.Ev;
-}
-
 // ---- f16 / bf16 ------------------------------------------------------------------
 
 template <typename T>
@@ -484,93 +450,6 @@ __global__ void __launch_bounds__(kThreads * kSplit, (kMinBlocks<D, kSplit>)) fl
     }
 }
 
-// ---- row kernel (f32, and f16/bf16 below sm_80) ---------------------------------------
-
-constexpr int kRowWarps = 4;
-constexpr int kPerLane = static_cast<int>(kAttentionMaxHeadDim / 32);
-
-__device__ float warp_sum(float x) {
-#pragma unroll
-  for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
-  return x;  // the same bits in every lane (each step adds the same two numbers)
-}
-
-template <typename T>
-struct Scalar {
-  static __device__ float to_float(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-  static __device__ void store(void* p, int64_t i, float x) { static_cast<float*>(p)[i] = x; }
-};
-template <>
-struct Scalar<__half> {
-  static __device__ float to_float(const void* p, int64_t i) { return __half2float(static_cast<const __half*>(p)[i]); }
-  static __device__ void store(void* p, int64_t i, float x) { static_cast<__half*>(p)[i] = __float2half_rn(x); }
-};
-template <>
-struct Scalar<__nv_bfloat16> {
-  static __device__ float to_float(const void* p, int64_t i) {
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-  }
-  static __device__ void store(void* p, int64_t i, float x) {
-    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(x);
-  }
-};
-
-template <typename T>
-__global__ void __launch_bounds__(kRowWarps * 32) attention_rows(const __grid_constant__ AttentionArgs a,
-                                                                  int64_t num_rows) {
-  using X = Scalar<T>;
-  const int64_t row_id = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
-  if (row_id >= num_rows) return;  // the whole warp leaves together
-  const int lane = threadIdx.x % 32;
-  const int64_t batch = row_id / a.L, i = row_id % a.L;
-  const Offsets off = batch_offsets(a, batch);
-  const int64_t q0 = off.q + i * a.q_row;
-  float qr[kPerLane], acc[kPerLane];
-#pragma unroll
-  for (int c = 0; c < kPerLane; ++c) {
-    const int64_t e = lane + 32 * c;
-    qr[c] = e < a.E ? X::to_float(a.q, q0 + e) * a.scale : 0.f;
-    acc[c] = 0.f;
-  }
-  float row_max = kNegInf, row_sum = 0.f;
-  const int64_t end = a.causal ? (a.S < i + 1 ? a.S : i + 1) : a.S;
-  for (int64_t j = 0; j < end; ++j) {
-    const int64_t k0 = off.k + j * a.k_row;
-    float part = 0.f;
-#pragma unroll
-    for (int c = 0; c < kPerLane; ++c) {
-      const int64_t e = lane + 32 * c;
-      if (e < a.E) part += qr[c] * X::to_float(a.k, k0 + e);
-    }
-    float x = warp_sum(part);
-    if (a.mask != nullptr) {
-      const int64_t mo = off.m + i * a.m_row + j * a.m_col;
-      if (a.mask_is_bool)
-        x = static_cast<const bool*>(a.mask)[mo] ? x : kNegInf;
-      else
-        x += X::to_float(a.mask, mo);
-    }
-    if (x == kNegInf) continue;  // uniform across the warp
-    const float new_max = fmaxf(row_max, x);
-    const float correction = expf(row_max - new_max), p = expf(x - new_max);
-    row_sum = row_sum * correction + p;
-    const int64_t v0 = off.v + j * a.v_row;
-#pragma unroll
-    for (int c = 0; c < kPerLane; ++c) {
-      const int64_t e = lane + 32 * c;
-      acc[c] = acc[c] * correction + (e < a.Ev ? p * X::to_float(a.v, v0 + e) : 0.f);
-    }
-    row_max = new_max;
-  }
-  const float inv = row_sum > 0.f ? 1.f / row_sum : 0.f;
-  const int64_t out0 = output_base(a, batch) + i * a.out_heads * a.Ev;
-#pragma unroll
-  for (int c = 0; c < kPerLane; ++c) {
-    const int64_t e = lane + 32 * c;
-    if (e < a.Ev) X::store(a.out, out0 + e, acc[c] * inv);
-  }
-}
-
 template <typename T, int D, bool kMask, int kSplit>
 cudaError_t launch_flash_d(const AttentionArgs& a, int64_t blocks, cudaStream_t stream) {
   constexpr int bytes = kFlashSharedBytes<D>;
@@ -627,17 +506,7 @@ cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.L > kMaxLength || a.S > kMaxLength) return cudaErrorInvalidValue;
   const DType dtype = static_cast<DType>(a.dtype);
   if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16) return cudaErrorInvalidValue;
-  if (dtype == DType::f32 || !a.tensor_cores) {
-    const int64_t rows = batches * a.L;
-    const unsigned blocks = static_cast<unsigned>((rows + kRowWarps - 1) / kRowWarps);
-    if (dtype == DType::f32)
-      attention_rows<float><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
-    else if (dtype == DType::f16)
-      attention_rows<__half><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
-    else
-      attention_rows<__nv_bfloat16><<<blocks, kRowWarps * 32, 0, stream>>>(a, rows);
-    return cudaGetLastError();
-  }
+  if (dtype == DType::f32 || !a.tensor_cores) return launch_attention_rows(a, batches * a.L, stream);
   const int64_t m_blocks = (a.L + kBlockM - 1) / kBlockM, blocks = batches * m_blocks;
   if (blocks > int64_t{INT32_MAX}) return cudaErrorInvalidValue;  // one grid dimension, 32-bit block indices
   AttentionArgs args = a;

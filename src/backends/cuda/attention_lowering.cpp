@@ -1,4 +1,4 @@
-// Lowering of the attention op to attention_kernels.cu: f16/bf16 (flash
+// Lowering of the attention op to attention_kernels.cu (and attention_rows.cu): f16/bf16 (flash
 // attention on tensor cores) and f32, head dims up to 128, any batch
 // broadcast, grouped-query heads, bool or additive masks read in place
 // through their strides. q, k and v need a unit stride along the head dim
