@@ -61,19 +61,20 @@ def compile_text(r: dict) -> str:
     return f"{r['compile_s']:.2f}"
 
 
-def host_text(r: dict) -> str:
-    return f"{r['host_ms']:.3f}" if "host_ms" in r else ""
+def field_text(r: dict, key: str) -> str:
+    return f"{r[key]:.3f}" if key in r else ""  # rows of earlier runs may lack the newer fields
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| workload | backend | median ms | host ms per call | compile s | peak MiB over eager | after MiB over eager "
-            "| max abs diff |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| workload | backend | median ms | device ms | host ms per call | compile s | peak MiB over eager "
+            "| after MiB over eager | max abs diff |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            rows.append(f"| {r['workload']} | {r['backend']} | error: {r['error'][:80]} | | | | | |")
+            rows.append(f"| {r['workload']} | {r['backend']} | error: {r['error'][:80]} | | | | | | |")
         else:
             rows.append(
-                f"| {r['workload']} | {r['backend']} | {r['median_ms']:.3f} | {host_text(r)} | {compile_text(r)} | "
+                f"| {r['workload']} | {r['backend']} | {r['median_ms']:.3f} | {field_text(r, 'device_ms')} | "
+                f"{field_text(r, 'host_ms')} | {compile_text(r)} | "
                 f"{r['peak_over_eager_mib']:.0f} | {r['after_over_eager_mib']:.0f} | {r['max_abs_diff']:.3g} |"
             )
     return "\n".join(rows)

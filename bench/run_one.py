@@ -1,7 +1,8 @@
 """One benchmark measurement in a fresh process: one backend on one workload.
 
 python bench/run_one.py BACKEND WORKLOAD  ->  prints one JSON line with the
-median latency (CUDA events, after warm-up), the host's time per call, compile time (the first call),
+median latency (CUDA events, after warm-up), the device's time per call (the same events with the host's
+work before the first launch hidden), the host's time per call, compile time (the first call),
 device memory over the eager model at the compile peak and after, and the max
 abs difference against eager. Backends: eager, inductor, reduce-overhead, kiln."""
 
@@ -112,6 +113,33 @@ def kiln_stage_seconds(compile_s: float) -> dict:
     return spent
 
 
+def device_times(fn, inputs, iters: int) -> list[float]:
+    """Milliseconds from the call's first kernel to its last, per call: the same events as the latency,
+    with the device kept busy (a sleep kernel as long as the call's host time, four times over) until
+    the host has issued the call, so the host's work before its first launch is not counted. Latency
+    minus this is what the host adds to a call in front of the device's work."""
+    cycles = int(4 * _host_ms(fn, inputs) * 1e-3 * 2.0e9)  # at 2 GHz (an H200's SMs run at up to 1.98)
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(cycles)
+        start.record()
+        fn(*inputs)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def _host_ms(fn, inputs) -> float:
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn(*inputs)
+    elapsed = (time.perf_counter() - t0) * 1e3
+    torch.cuda.synchronize()
+    return elapsed
+
+
 def host_placement() -> dict:
     """Where this process ran, to test run 8's guess about the bimodal host time per call
     (docs/benchmarks.md): the CPU its thread was last on, how many CPUs it may use, and the host's
@@ -147,6 +175,7 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
+        device = device_times(fn, inputs, iters)
         host = []  # the host's time per call, the device idle at the start of each: the call's Python and launch cost
         for _ in range(iters):
             torch.cuda.synchronize()
@@ -161,7 +190,7 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
     return {
         **extra,
         "backend": backend, "workload": workload, "median_ms": statistics.median(times),
-        "host_ms": statistics.median(host),
+        "device_ms": statistics.median(device), "host_ms": statistics.median(host),
         "compile_s": compile_s, "peak_over_eager_mib": peak / 2**20, "after_over_eager_mib": after / 2**20,
         "max_abs_diff": diff, "host": placement,
     }

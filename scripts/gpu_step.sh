@@ -11,7 +11,7 @@
 #                                           # number precision, memory probes): a session's first call
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
 #   bash scripts/gpu_step.sh quick W,W...    # bench/run.py, kiln and reduce-overhead only (a check of a change)
-#   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py --backends eager,kiln per workload
+#   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
@@ -74,8 +74,8 @@ case "$step" in
   profile)
     ensure_built
     for w in "$@"; do
-      (cd "$ROOT/bench" && python3 kernel_profile.py "$w" --backends eager,kiln --top 12) > "$OUT/kprof_$w.txt" 2>&1
-      grep -v -i warn "$OUT/kprof_$w.txt" | tail -28
+      (cd "$ROOT/bench" && python3 kernel_profile.py "$w" --backends "${BACKENDS:-eager,kiln}" --top "${TOP:-12}") > "$OUT/kprof_$w.txt" 2>&1
+      grep -v -i warn "$OUT/kprof_$w.txt" | tail -60
     done ;;
   zoo)
     ensure_built

@@ -21,9 +21,11 @@ int64_t numel(const Dims& dims) {
   return n;
 }
 
-bool TensorType::is_contiguous() const {
+bool TensorType::is_contiguous() const { return kiln::is_contiguous(dims, strides); }
+
+bool is_contiguous(const Dims& dims, const Dims& strides) {
   // Dims of size 1 may carry any stride; an empty tensor is contiguous.
-  if (numel() == 0) return true;
+  if (numel(dims) == 0) return true;
   int64_t expected = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     if (dims[i] != 1 && strides[i] != expected) return false;

@@ -16,6 +16,8 @@ using Dims = std::vector<int64_t>;
 
 Dims contiguous_strides(const Dims& dims);
 int64_t numel(const Dims& dims);
+// Whether strides are the row-major ones for dims (ignoring dims of size 1; empty is contiguous).
+bool is_contiguous(const Dims& dims, const Dims& strides);
 
 struct TensorType {
   DType dtype = DType::f32;

@@ -130,15 +130,10 @@ void bind_executable(nb::module_& m) {
       .def("run_into",
            [](Executable& e, const nb::list& inputs, const std::vector<uintptr_t>& outputs, uintptr_t stream) {
              std::vector<TensorView> ins = to_views(inputs, "input");
-             const std::vector<TensorType> types = e.output_types();
-             KILN_CHECK(outputs.size() == types.size(), "run_into: expected ", types.size(), " output addresses, got ",
-                        outputs.size());
-             std::vector<TensorView> outs;
-             outs.reserve(types.size());
-             for (size_t k = 0; k < types.size(); ++k)
-               outs.emplace_back(reinterpret_cast<void*>(outputs[k]), types[k], e.device());
+             std::vector<void*> outs(outputs.size());
+             for (size_t k = 0; k < outputs.size(); ++k) outs[k] = reinterpret_cast<void*>(outputs[k]);
              nb::gil_scoped_release release;
-             e.run(ins, outs, Stream{reinterpret_cast<void*>(stream)});
+             e.run_into(ins, outs, Stream{reinterpret_cast<void*>(stream)});
            },
            nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
            "run() with each output given by its address: a contiguous buffer of output_types()[k] on the "

@@ -25,28 +25,31 @@ bool same_layout(const Dims& dims, const Dims& a, const Dims& b) {
   return true;
 }
 
-// Checks `got` against `expected` for the tensor called `what`; `contiguous`
-// asks for a contiguous layout instead of expected's strides.
-void check_tensor(const std::string& what, const TensorView& got, const TensorType& expected, Device device,
+// Checks `got` against `expected` for the tensor that `what()` names (built
+// only for the message of a failed check); `contiguous` asks for a
+// contiguous layout instead of expected's strides.
+template <typename What>
+void check_tensor(const What& what, const TensorView& got, const TensorType& expected, Device device,
                   bool contiguous) {
-  KILN_CHECK(got.device == device, what, " is on ", to_string(got.device), ", expected ", to_string(device));
-  KILN_CHECK(got.dtype == expected.dtype, what, " has dtype ", dtype_name(got.dtype), ", expected ",
+  KILN_CHECK(got.device == device, what(), " is on ", to_string(got.device), ", expected ", to_string(device));
+  KILN_CHECK(got.dtype == expected.dtype, what(), " has dtype ", dtype_name(got.dtype), ", expected ",
              dtype_name(expected.dtype));
-  KILN_CHECK(got.dims.size() == expected.rank(), what, " has rank ", got.dims.size(), " (dims [",
+  KILN_CHECK(got.dims.size() == expected.rank(), what(), " has rank ", got.dims.size(), " (dims [",
              dims_to_string(got.dims), "]), expected rank ", expected.rank(), " (dims [", dims_to_string(expected.dims),
              "])");
-  KILN_CHECK(got.dims == expected.dims, what, " has dims [", dims_to_string(got.dims), "], expected [",
+  KILN_CHECK(got.dims == expected.dims, what(), " has dims [", dims_to_string(got.dims), "], expected [",
              dims_to_string(expected.dims), "]");
-  KILN_CHECK(got.strides.size() == got.dims.size(), what, " has ", got.strides.size(), " strides for rank ",
+  KILN_CHECK(got.strides.size() == got.dims.size(), what(), " has ", got.strides.size(), " strides for rank ",
              got.dims.size());
   if (contiguous) {
-    KILN_CHECK(got.numel() == 0 || got.type().is_contiguous(), what, " has strides [", dims_to_string(got.strides),
-               "], expected a contiguous buffer (strides [", dims_to_string(contiguous_strides(got.dims)), "])");
+    KILN_CHECK(got.strides.size() == got.dims.size() && is_contiguous(got.dims, got.strides), what(),
+               " has strides [", dims_to_string(got.strides), "], expected a contiguous buffer (strides [",
+               dims_to_string(contiguous_strides(got.dims)), "])");
   } else {
-    KILN_CHECK(same_layout(got.dims, got.strides, expected.strides), what, " has strides [",
+    KILN_CHECK(same_layout(got.dims, got.strides, expected.strides), what(), " has strides [",
                dims_to_string(got.strides), "], expected [", dims_to_string(expected.strides), "]");
   }
-  KILN_CHECK(got.data != nullptr || got.numel() == 0, what, " has a null data pointer");
+  KILN_CHECK(got.data != nullptr || got.numel() == 0, what(), " has a null data pointer");
 }
 
 }  // namespace
@@ -77,6 +80,8 @@ void Executable::build() {
   const auto& weights = graph_->weights();
   weight_data_.assign(weights.size(), nullptr);
   weight_bound_.assign(weights.size(), false);
+  overlaps_.resize_weights(weights.size());
+  for (const Value* v : graph_->outputs()) output_views_.emplace_back(nullptr, TensorType(v->type.dtype, v->type.dims), device_);
   for (size_t i = 0; i < weights.size(); ++i) weights_by_key_[weights[i]->weight_key].push_back(static_cast<int>(i));
 
   for (const Node* node : graph_->nodes()) {
@@ -135,11 +140,14 @@ void Executable::bind_weight(const std::string& key, const TensorView& view) {
   }
   for (int i : it->second) {
     const Value* w = graph_->weights()[i];
-    check_tensor(str_cat("bind_weight: weight '", key, "' (%", w->name, ")"), view, w->type, device_, false);
+    check_tensor([&] { return str_cat("bind_weight: weight '", key, "' (%", w->name, ")"); }, view, w->type, device_,
+                 false);
   }
   for (int i : it->second) {
+    const TensorType& t = graph_->weights()[i]->type;
     weight_data_[i] = view.data;
     weight_bound_[i] = true;
+    overlaps_.set_weight(static_cast<size_t>(i), byte_range(view.data, t.dtype, t.dims, t.strides));
   }
 }
 
@@ -147,45 +155,58 @@ void Executable::check_inputs(std::span<const TensorView> inputs) const {
   const auto& in = graph_->inputs();
   KILN_CHECK(inputs.size() == in.size(), "run: expected ", in.size(), " inputs, got ", inputs.size());
   for (size_t k = 0; k < in.size(); ++k)
-    check_tensor(str_cat("run: input ", k, " (%", in[k]->name, ")"), inputs[k], in[k]->type, device_, false);
+    check_tensor([&] { return str_cat("run: input ", k, " (%", in[k]->name, ")"); }, inputs[k], in[k]->type, device_,
+                 false);
 }
 
 void Executable::check_outputs(std::span<const TensorView> outputs) const {
   const auto& out = graph_->outputs();
   KILN_CHECK(outputs.size() == out.size(), "run: expected ", out.size(), " output buffers, got ", outputs.size());
   for (size_t k = 0; k < out.size(); ++k)
-    check_tensor(str_cat("run: output ", k, " (%", out[k]->name, ")"), outputs[k],
-                 TensorType(out[k]->type.dtype, out[k]->type.dims), device_, true);
+    check_tensor([&] { return str_cat("run: output ", k, " (%", out[k]->name, ")"); }, outputs[k], out[k]->type, device_,
+                 true);
 }
 
 void Executable::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
-  check_inputs(inputs);
   check_outputs(outputs);
+  run_checked_outputs(inputs, outputs, stream);
+}
+
+void Executable::run_into(std::span<const TensorView> inputs, std::span<void* const> outputs, Stream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_CHECK(outputs.size() == output_views_.size(), "run_into: expected ", output_views_.size(),
+             " output addresses, got ", outputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    output_views_[k].data = outputs[k];
+    KILN_CHECK(outputs[k] != nullptr || output_views_[k].numel() == 0, "run_into: output ", k,
+               " has a null address");
+  }
+  run_checked_outputs(inputs, output_views_, stream);
+}
+
+void Executable::run_checked_outputs(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                                     Stream stream) {
+  check_inputs(inputs);
   const auto& weights = graph_->weights();
   for (size_t i = 0; i < weights.size(); ++i)
     KILN_CHECK(weight_bound_[i], "run: weight '", weights[i]->weight_key, "' (%", weights[i]->name,
                ") is not bound (call bind_weight first)");
   // An output buffer that overlaps another output, an input or a weight would
   // be written while something still reads it: refuse rather than corrupt.
-  auto span_of = [](const void* data, const TensorType& t) {
-    auto begin = reinterpret_cast<uintptr_t>(data);
-    return std::make_pair(begin, begin + static_cast<uintptr_t>(t.storage_bytes()));
-  };
-  auto overlaps = [](std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
-    return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
-  };
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    auto out = span_of(outputs[k].data, outputs[k].type());
-    for (size_t j = 0; j < k; ++j)
-      KILN_CHECK(!overlaps(out, span_of(outputs[j].data, outputs[j].type())), "run: output ", k,
-                 " overlaps output ", j, " in memory (each output needs its own buffer)");
-    for (size_t j = 0; j < inputs.size(); ++j)
-      KILN_CHECK(!overlaps(out, span_of(inputs[j].data, inputs[j].type())), "run: output ", k, " overlaps input ", j,
-                 " (%", graph_->inputs()[j]->name, ") in memory");
-    for (size_t j = 0; j < weights.size(); ++j)
-      KILN_CHECK(!overlaps(out, span_of(weight_data_[j], weights[j]->type)), "run: output ", k, " overlaps weight '",
-                 weights[j]->weight_key, "' in memory");
+  if (std::optional<BufferOverlap> hit = overlaps_.find(outputs, inputs)) {
+    const size_t j = hit->other.index;
+    switch (hit->other.role) {
+      case BufferRole::output:
+        fail(ErrorKind::invalid_argument, "run: output ", hit->output, " overlaps output ", j,
+             " in memory (each output needs its own buffer)");
+      case BufferRole::input:
+        fail(ErrorKind::invalid_argument, "run: output ", hit->output, " overlaps input ", j, " (%",
+             graph_->inputs()[j]->name, ") in memory");
+      case BufferRole::weight:
+        fail(ErrorKind::invalid_argument, "run: output ", hit->output, " overlaps weight '", weights[j]->weight_key,
+             "' in memory");
+    }
   }
   if (plan_.arena_bytes > 0 && arena_.data() == nullptr)
     arena_ = allocator_->allocate(static_cast<size_t>(plan_.arena_bytes), static_cast<size_t>(plan_.alignment));

@@ -60,6 +60,7 @@
 #include "memory/memory_plan.h"
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
+#include "runtime/buffer_overlaps.h"
 #include "runtime/tensor_view.h"
 
 namespace kiln {
@@ -107,6 +108,10 @@ class Executable {
   // runtime/backend.h) and run() returns without waiting for it; the arena is
   // allocated on the first call. The caller orders later work on that stream.
   void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream = {});
+  // run() with each output given by its address: a contiguous buffer of
+  // output_types()[k] on this executable's device (the caller allocated it as
+  // described, so only the addresses are checked).
+  void run_into(std::span<const TensorView> inputs, std::span<void* const> outputs, Stream stream = {});
 
   std::vector<TensorType> input_types() const;
   std::vector<TensorType> output_types() const;  // contiguous
@@ -140,6 +145,8 @@ class Executable {
   void build();
   void check_inputs(std::span<const TensorView> inputs) const;
   void check_outputs(std::span<const TensorView> outputs) const;
+  // run() after the outputs' types were checked (the mutex held).
+  void run_checked_outputs(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream);
   struct CapturedCall {
     std::vector<const void*> pointers;  // what `work` was recorded with
     std::unique_ptr<CapturedWork> work;
@@ -175,6 +182,8 @@ class Executable {
   std::unordered_map<std::string, std::vector<int>> weights_by_key_;  // key -> weight indices
   std::vector<void*> weight_data_;  // per weight index; null until bound
   std::vector<bool> weight_bound_;
+  BufferOverlapChecker overlaps_;  // the weights' byte ranges kept sorted for run()'s check
+  std::vector<TensorView> output_views_;  // run_into's outputs: the output types, at the call's addresses
   std::vector<void*> ptr_;  // per plan value, for the call in progress
   DeviceBuffer arena_;
   DeviceBuffer literal_buffer_;  // device copies of the literals (not on CPU, where they are bound in place)

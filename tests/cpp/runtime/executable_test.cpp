@@ -323,6 +323,34 @@ TEST(Executable, RejectsOutputsOverlappingInputsOrEachOther) {
   EXPECT_ERROR_HAS(twice.run(ins2, same), "output 1 overlaps output 0");
 }
 
+TEST(Executable, RejectsOutputsOverlappingAWeightUntilItIsRebound) {
+  Executable exe(affine_relu_graph());
+  std::vector<float> w(3, 1), x(6, 1), y(6, 1), out(6), elsewhere(3, 1);
+  exe.bind_weight("fc.weight", TensorView(out.data() + 3, TensorType(DType::f32, {3})));
+  TensorView ins[] = {view_of(x, {2, 3}), view_of(y, {2, 3})};
+  TensorView outs[] = {view_of(out, {2, 3})};
+  EXPECT_ERROR_HAS(exe.run(ins, outs), "output 0 overlaps weight 'fc.weight'");
+  exe.bind_weight("fc.weight", view_of(elsewhere, {3}));
+  exe.run(ins, outs);
+  EXPECT_EQ(out, std::vector<float>(6, 2));
+}
+
+TEST(Executable, RunIntoWritesAtTheGivenAddressesAndChecksThem) {
+  Executable exe(affine_relu_graph());
+  std::vector<float> w = {1, -2, 0.5f}, x = {1, 2, 3, -4, 5, 6}, y = {0.5f, 1, -1, 2, 3, -4}, out(6, -99);
+  exe.bind_weight("fc.weight", view_of(w, {3}));
+  TensorView ins[] = {view_of(x, {2, 3}), view_of(y, {2, 3})};
+  void* address[] = {out.data()};
+  exe.run_into(ins, address);
+  EXPECT_EQ(out, (std::vector<float>{1.5f, 0, 0.5f, 0, 0, 0}));
+  void* none[] = {nullptr};
+  EXPECT_ERROR_HAS(exe.run_into(ins, none), "run_into: output 0 has a null address");
+  void* two[] = {out.data(), out.data()};
+  EXPECT_ERROR_HAS(exe.run_into(ins, two), "run_into: expected 1 output addresses, got 2");
+  void* into_input[] = {y.data()};
+  EXPECT_ERROR_HAS(exe.run_into(ins, into_input), "output 0 overlaps input 1 (%y)");
+}
+
 TEST(Executable, RejectsDevicesWithoutABackend) {
   // No machine has 100 GPUs; without the CUDA plugin or a driver the message
   // says that instead, after the same prefix.
