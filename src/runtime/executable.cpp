@@ -42,9 +42,8 @@ void check_tensor(const What& what, const TensorView& got, const TensorType& exp
   KILN_CHECK(got.strides.size() == got.dims.size(), what(), " has ", got.strides.size(), " strides for rank ",
              got.dims.size());
   if (contiguous) {
-    KILN_CHECK(got.strides.size() == got.dims.size() && is_contiguous(got.dims, got.strides), what(),
-               " has strides [", dims_to_string(got.strides), "], expected a contiguous buffer (strides [",
-               dims_to_string(contiguous_strides(got.dims)), "])");
+    KILN_CHECK(is_contiguous(got.dims, got.strides), what(), " has strides [", dims_to_string(got.strides),
+               "], expected a contiguous buffer (strides [", dims_to_string(contiguous_strides(got.dims)), "])");
   } else {
     KILN_CHECK(same_layout(got.dims, got.strides, expected.strides), what(), " has strides [",
                dims_to_string(got.strides), "], expected [", dims_to_string(expected.strides), "]");
@@ -81,7 +80,8 @@ void Executable::build() {
   weight_data_.assign(weights.size(), nullptr);
   weight_bound_.assign(weights.size(), false);
   overlaps_.resize_weights(weights.size());
-  for (const Value* v : graph_->outputs()) output_views_.emplace_back(nullptr, TensorType(v->type.dtype, v->type.dims), device_);
+  for (const Value* v : graph_->outputs())
+    output_views_.emplace_back(nullptr, TensorType(v->type.dtype, v->type.dims), device_);
   for (size_t i = 0; i < weights.size(); ++i) weights_by_key_[weights[i]->weight_key].push_back(static_cast<int>(i));
 
   for (const Node* node : graph_->nodes()) {
@@ -163,18 +163,20 @@ void Executable::check_outputs(std::span<const TensorView> outputs) const {
   const auto& out = graph_->outputs();
   KILN_CHECK(outputs.size() == out.size(), "run: expected ", out.size(), " output buffers, got ", outputs.size());
   for (size_t k = 0; k < out.size(); ++k)
-    check_tensor([&] { return str_cat("run: output ", k, " (%", out[k]->name, ")"); }, outputs[k], out[k]->type, device_,
-                 true);
+    check_tensor([&] { return str_cat("run: output ", k, " (%", out[k]->name, ")"); }, outputs[k], out[k]->type,
+                 device_, true);
 }
 
 void Executable::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
+  check_inputs(inputs);
   check_outputs(outputs);
-  run_checked_outputs(inputs, outputs, stream);
+  run_checked(inputs, outputs, stream);
 }
 
 void Executable::run_into(std::span<const TensorView> inputs, std::span<void* const> outputs, Stream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
+  check_inputs(inputs);
   KILN_CHECK(outputs.size() == output_views_.size(), "run_into: expected ", output_views_.size(),
              " output addresses, got ", outputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -182,12 +184,10 @@ void Executable::run_into(std::span<const TensorView> inputs, std::span<void* co
     KILN_CHECK(outputs[k] != nullptr || output_views_[k].numel() == 0, "run_into: output ", k,
                " has a null address");
   }
-  run_checked_outputs(inputs, output_views_, stream);
+  run_checked(inputs, output_views_, stream);
 }
 
-void Executable::run_checked_outputs(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
-                                     Stream stream) {
-  check_inputs(inputs);
+void Executable::run_checked(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream) {
   const auto& weights = graph_->weights();
   for (size_t i = 0; i < weights.size(); ++i)
     KILN_CHECK(weight_bound_[i], "run: weight '", weights[i]->weight_key, "' (%", weights[i]->name,

@@ -145,8 +145,8 @@ class Executable {
   void build();
   void check_inputs(std::span<const TensorView> inputs) const;
   void check_outputs(std::span<const TensorView> outputs) const;
-  // run() after the outputs' types were checked (the mutex held).
-  void run_checked_outputs(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream);
+  // run() after the inputs' and outputs' types were checked (the mutex held).
+  void run_checked(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream);
   struct CapturedCall {
     std::vector<const void*> pointers;  // what `work` was recorded with
     std::unique_ptr<CapturedWork> work;
