@@ -141,12 +141,33 @@ def _host_ms(fn, inputs) -> float:
 
 
 def host_placement() -> dict:
-    """Where this process ran, to test run 8's guess about the bimodal host time per call
-    (docs/benchmarks.md): the CPU its thread was last on, how many CPUs it may use, and the host's
-    one-minute load average."""
+    """Where this process ran and what else did, for the bimodal host time per call (docs/benchmarks.md,
+    runs 8 and 12): the CPU its thread was last on, how many CPUs it may use, the host's one-minute load
+    average, the tasks runnable right now (this one included), and the other processes that used the most
+    CPU time since they started (name and seconds; run 12's load averages of 1-4 came from somewhere)."""
     with open("/proc/self/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()  # fields from the third (state) on; the name may hold spaces
-    return {"cpu": int(fields[36]), "cpus_allowed": len(os.sched_getaffinity(0)), "load1": os.getloadavg()[0]}
+    with open("/proc/loadavg") as f:
+        runnable = int(f.read().split()[3].split("/")[0])
+    return {"cpu": int(fields[36]), "cpus_allowed": len(os.sched_getaffinity(0)), "load1": os.getloadavg()[0],
+            "runnable": runnable, "busiest": _busiest_processes(3)}
+
+
+def _busiest_processes(count: int) -> list:
+    """[(name, CPU seconds)] of the `count` other processes with the most user and system time."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+        except OSError:  # gone since the listing
+            continue
+        fields = rest.split()
+        found.append((head.split("(", 1)[1], round((int(fields[11]) + int(fields[12])) / ticks, 1)))
+    return sorted(found, key=lambda p: -p[1])[:count]
 
 
 def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict:
