@@ -140,6 +140,23 @@ def _host_ms(fn, inputs) -> float:
     return elapsed
 
 
+def _python_loop():
+    d = {}
+    for i in range(200):
+        d[i] = (i, str(i))
+    return d
+
+
+def host_speed_us() -> float:
+    """How fast the host runs plain Python right now: the best of five timings of a fixed loop, in
+    microseconds. On the 2-core development VM the same process measured anywhere from 30 to 61 us
+    from one third of a second to the next (2026-12-04), so a row's host time can move with the
+    machine and not with the code; rows record this before and after their timed calls."""
+    import timeit
+
+    return round(min(timeit.repeat(_python_loop, number=50, repeat=5)) / 50 * 1e6, 1)
+
+
 def host_placement() -> dict:
     """Where this process ran and what else did, for the bimodal host time per call (docs/benchmarks.md,
     runs 8 and 12): the CPU its thread was last on, how many CPUs it may use, the host's one-minute load
@@ -188,6 +205,7 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             fn(*inputs)
         torch.cuda.synchronize()
         after = torch.cuda.memory_allocated() - base
+        speed_before = host_speed_us()
         times = []
         for _ in range(iters):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -204,7 +222,7 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
             fn(*inputs)
             host.append((time.perf_counter() - t0) * 1e3)
         torch.cuda.synchronize()
-        placement = host_placement()
+        placement = {**host_placement(), "python_loop_us": [speed_before, host_speed_us()]}
         diff = (out.float() - reference).abs().max().item()
     extra = {"kiln_stage_s": kiln_stage_seconds(compile_s), "kiln_call_stats": kiln_call_stats()} \
         if backend == "kiln" else {}
