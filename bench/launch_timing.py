@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from run_one import device_times, diagnostic_main, warmed_up
+from run_one import device_latencies, diagnostic_main, warmed_up
 
 
 def _launch_hooks(backend: str, marks: list):
@@ -42,7 +42,7 @@ def profile(backend: str, workload: str, iters: int, top: int) -> str:
     fn, inputs = warmed_up(backend, workload, 10)
     marks: list = []
     with torch.inference_mode():
-        device = statistics.median(device_times(fn, inputs, iters))
+        device = statistics.median(device_latencies(fn, inputs, iters))
         restore = _launch_hooks(backend, marks)
         pre, launch, post, latency = [], [], [], []
         try:

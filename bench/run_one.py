@@ -113,25 +113,30 @@ def kiln_stage_seconds(compile_s: float) -> dict:
     return spent
 
 
-def device_times(fn, inputs, iters: int) -> list[float]:
-    """Milliseconds from the call's first kernel to its last, per call: the same events as the latency,
-    with the device kept busy (a sleep kernel as long as the call's host time, four times over) until
-    the host has issued the call, so the host's work before its first launch is not counted. Latency
-    minus this is what the host adds to a call in front of the device's work."""
-    cycles = int(4 * _host_ms(fn, inputs) * 1e-3 * 2.0e9)  # at 2 GHz (an H200's SMs run at up to 1.98)
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(cycles)
-        start.record()
-        fn(*inputs)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return times
+def latency_ms(fn, inputs, sleep_cycles: int = 0) -> float:
+    """One call's milliseconds between CUDA events recorded before and after it; with sleep_cycles, a
+    sleep kernel queued ahead of the start event keeps the device busy while the host issues the call."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if sleep_cycles:
+        torch.cuda._sleep(sleep_cycles)
+    start.record()
+    fn(*inputs)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
 
 
-def _host_ms(fn, inputs) -> float:
+def device_latencies(fn, inputs, iters: int) -> list[float]:
+    """Milliseconds from the call's first kernel to its last, per call: latency_ms with the device kept
+    busy (a sleep kernel as long as the call's host time, four times over) until the host has issued the
+    call, so the host's work before its first launch is not counted. Latency minus this is what the host
+    adds to a call in front of the device's work."""
+    cycles = int(4 * host_ms(fn, inputs) * 1e-3 * 2.0e9)  # at 2 GHz (an H200's SMs run at up to 1.98)
+    return [latency_ms(fn, inputs, cycles) for _ in range(iters)]
+
+
+def host_ms(fn, inputs) -> float:
+    """One call's host milliseconds, the device idle at its start: the call's Python and launch cost."""
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     fn(*inputs)
@@ -206,22 +211,9 @@ def main(backend: str, workload: str, warmup: int = 10, iters: int = 50) -> dict
         torch.cuda.synchronize()
         after = torch.cuda.memory_allocated() - base
         speed_before = host_speed_us()
-        times = []
-        for _ in range(iters):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(*inputs)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        device = device_times(fn, inputs, iters)
-        host = []  # the host's time per call, the device idle at the start of each: the call's Python and launch cost
-        for _ in range(iters):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            fn(*inputs)
-            host.append((time.perf_counter() - t0) * 1e3)
-        torch.cuda.synchronize()
+        times = [latency_ms(fn, inputs) for _ in range(iters)]
+        device = device_latencies(fn, inputs, iters)
+        host = [host_ms(fn, inputs) for _ in range(iters)]
         placement = {**host_placement(), "python_loop_us": [speed_before, host_speed_us()]}
         diff = (out.float() - reference).abs().max().item()
     extra = {"kiln_stage_s": kiln_stage_seconds(compile_s), "kiln_call_stats": kiln_call_stats()} \

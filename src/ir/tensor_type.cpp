@@ -34,8 +34,10 @@ bool is_contiguous(const Dims& dims, const Dims& strides) {
   return true;
 }
 
-int64_t TensorType::storage_bytes() const {
-  if (numel() == 0) return 0;
+int64_t TensorType::storage_bytes() const { return kiln::storage_bytes(dtype, dims, strides); }
+
+int64_t storage_bytes(DType dtype, const Dims& dims, const Dims& strides) {
+  if (numel(dims) == 0) return 0;
   int64_t last = 0;
   for (size_t i = 0; i < dims.size(); ++i) last += (dims[i] - 1) * strides[i];
   return (last + 1) * static_cast<int64_t>(dtype_size(dtype));

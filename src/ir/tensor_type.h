@@ -18,6 +18,8 @@ Dims contiguous_strides(const Dims& dims);
 int64_t numel(const Dims& dims);
 // Whether strides are the row-major ones for dims (ignoring dims of size 1; empty is contiguous).
 bool is_contiguous(const Dims& dims, const Dims& strides);
+// Bytes a strided layout spans from its first element (0 for empty tensors); TensorType::storage_bytes.
+int64_t storage_bytes(DType dtype, const Dims& dims, const Dims& strides);
 
 struct TensorType {
   DType dtype = DType::f32;

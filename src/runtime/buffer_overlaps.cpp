@@ -2,17 +2,13 @@
 #include "runtime/buffer_overlaps.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace kiln {
 
 ByteRange byte_range(const void* data, DType dtype, const Dims& dims, const Dims& strides) {
   auto begin = reinterpret_cast<uintptr_t>(data);
-  int64_t last = 0;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == 0) return {begin, begin};
-    last += (dims[i] - 1) * strides[i];
-  }
-  return {begin, begin + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(dtype_size(dtype)))};
+  return {begin, begin + static_cast<uintptr_t>(storage_bytes(dtype, dims, strides))};
 }
 
 void BufferOverlapChecker::resize_weights(size_t count) {
@@ -31,13 +27,11 @@ void BufferOverlapChecker::sort_weights() {
     if (!weights_[i].empty()) sorted_weights_.push_back({weights_[i], {BufferRole::weight, i}});
   std::sort(sorted_weights_.begin(), sorted_weights_.end(),
             [](const Entry& a, const Entry& b) { return a.range.begin < b.range.begin; });
-  max_end_.resize(sorted_weights_.size());
   max_end_at_.resize(sorted_weights_.size());
-  for (size_t i = 0; i < sorted_weights_.size(); ++i) {
-    const bool grows = i == 0 || sorted_weights_[i].range.end > max_end_[i - 1];
-    max_end_[i] = grows ? sorted_weights_[i].range.end : max_end_[i - 1];
-    max_end_at_[i] = grows ? i : max_end_at_[i - 1];
-  }
+  for (size_t i = 0; i < sorted_weights_.size(); ++i)
+    max_end_at_[i] = i > 0 && sorted_weights_[max_end_at_[i - 1]].range.end >= sorted_weights_[i].range.end
+                         ? max_end_at_[i - 1]
+                         : i;
   weights_sorted_ = true;
 }
 
@@ -47,8 +41,10 @@ std::optional<BufferOverlap> BufferOverlapChecker::find_weight(size_t output, By
   auto starts_before = std::partition_point(sorted_weights_.begin(), sorted_weights_.end(),
                                             [&](const Entry& w) { return w.range.begin < range.end; });
   const auto count = static_cast<size_t>(starts_before - sorted_weights_.begin());
-  if (count == 0 || max_end_[count - 1] <= range.begin) return std::nullopt;
-  return BufferOverlap{output, sorted_weights_[max_end_at_[count - 1]].ref};
+  if (count == 0) return std::nullopt;
+  const Entry& last_ending = sorted_weights_[max_end_at_[count - 1]];
+  if (last_ending.range.end <= range.begin) return std::nullopt;
+  return BufferOverlap{output, last_ending.ref};
 }
 
 std::optional<BufferOverlap> BufferOverlapChecker::find(std::span<const TensorView> outputs,
@@ -77,11 +73,11 @@ std::optional<BufferOverlap> BufferOverlapChecker::find(std::span<const TensorVi
                        : is_output && last_any != nullptr && e.range.begin < last_any->range.end ? last_any
                                                                                                : nullptr;
     if (hit != nullptr) {
-      const Entry& out = hit->ref.role != BufferRole::output ? e
-                         : !is_output                       ? *hit
-                                                            : (hit->ref.index > e.ref.index ? *hit : e);
-      const Entry& other = &out == &e ? *hit : e;
-      return BufferOverlap{out.ref.index, other.ref};
+      // Name the output; of two outputs, the later one ("output 1 overlaps output 0").
+      const Entry* out = &e;
+      const Entry* other = hit;
+      if (!is_output || (hit->ref.role == BufferRole::output && hit->ref.index > e.ref.index)) std::swap(out, other);
+      return BufferOverlap{out->ref.index, other->ref};
     }
     if (is_output && (last_output == nullptr || e.range.end > last_output->range.end)) last_output = &e;
     if (last_any == nullptr || e.range.end > last_any->range.end) last_any = &e;

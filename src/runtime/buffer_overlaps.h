@@ -59,8 +59,7 @@ class BufferOverlapChecker {
 
   std::vector<ByteRange> weights_;   // by weight index
   std::vector<Entry> sorted_weights_;  // non-empty ranges, by begin
-  std::vector<uintptr_t> max_end_;    // max end over sorted_weights_[0..i]
-  std::vector<size_t> max_end_at_;    // where that maximum is
+  std::vector<size_t> max_end_at_;    // which of sorted_weights_[0..i] ends last
   bool weights_sorted_ = false;
   std::vector<Entry> call_;  // this call's outputs and inputs (kept to reuse its capacity)
 };
