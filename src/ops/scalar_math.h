@@ -10,6 +10,8 @@
 #else
 #include <cmath>
 #include <cstdint>
+
+#include "ops/host_math.h"
 #define KILN_HD inline
 #endif
 
@@ -17,7 +19,15 @@ namespace kiln {
 namespace sm {
 
 // Transcendentals: float and double overloads.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 KILN_HD float k_exp(float x) { return expf(x); }
+KILN_HD float k_tanh(float x) { return tanhf(x); }
+KILN_HD float k_erf(float x) { return erff(x); }
+#else  // the CPU's float exp, tanh and erf vectorize in loops (host_math.h)
+KILN_HD float k_exp(float x) { return host_expf(x); }
+KILN_HD float k_tanh(float x) { return host_tanhf(x); }
+KILN_HD float k_erf(float x) { return host_erff(x); }
+#endif
 KILN_HD double k_exp(double x) { return exp(x); }
 KILN_HD float k_log(float x) { return logf(x); }
 KILN_HD double k_log(double x) { return log(x); }
@@ -27,9 +37,7 @@ KILN_HD float k_sin(float x) { return sinf(x); }
 KILN_HD double k_sin(double x) { return sin(x); }
 KILN_HD float k_cos(float x) { return cosf(x); }
 KILN_HD double k_cos(double x) { return cos(x); }
-KILN_HD float k_tanh(float x) { return tanhf(x); }
 KILN_HD double k_tanh(double x) { return tanh(x); }
-KILN_HD float k_erf(float x) { return erff(x); }
 KILN_HD double k_erf(double x) { return erf(x); }
 KILN_HD float k_pow(float x, float y) { return powf(x, y); }
 KILN_HD double k_pow(double x, double y) { return pow(x, y); }

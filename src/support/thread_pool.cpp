@@ -73,7 +73,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   error_ = nullptr;
   ++generation_;
   wake_.notify_all();
-  // The caller works too.
+  // The caller works too, as a worker: a parallel_for inside its chunks runs inline (the pool is busy).
+  t_in_worker = true;
   while (next_chunk_ < num_chunks_) {
     int64_t c = next_chunk_++;
     int64_t begin = c * job_chunk_, end = std::min(job_n_, begin + job_chunk_);
@@ -87,6 +88,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     lock.lock();
     ++finished_;
   }
+  t_in_worker = false;
   done_.wait(lock, [&] { return finished_ == num_chunks_; });
   job_ = nullptr;
   num_chunks_ = 0;

@@ -23,7 +23,8 @@ class ThreadPool {
 
   // Calls fn(begin, end) on disjoint chunks covering [0, n), each at least
   // `grain` long, in parallel; returns when all are done. Runs inline when n
-  // is small or when called from inside a worker. Exceptions propagate.
+  // is small or when called from inside a chunk of another parallel_for (on a
+  // worker or on the calling thread). Exceptions propagate.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   static ThreadPool& global();

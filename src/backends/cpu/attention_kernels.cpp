@@ -1,7 +1,8 @@
-// CPU attention: the reference kernel. Per batch entry, query rows go in
-// blocks of kRowBlock: one GEMM gives the block's scores (kRowBlock x S, the
-// most ever held, never L x S), each row is scaled, masked and exponentiated
-// (rows split over the thread pool), and a second GEMM multiplies by v. Math
+// CPU attention: the reference kernel. Batch entries (heads) are split over
+// the thread pool; per entry, query rows go in blocks of kRowBlock: one GEMM
+// gives the block's scores (kRowBlock x S, the most ever held, never L x S),
+// each row is scaled, masked and exponentiated, and a second GEMM multiplies
+// by v (with one entry, the GEMMs and rows use the pool instead). Math
 // is in float (double for f64): f32/f64 operands are read in place, f16/bf16
 // are converted to float blocks first. q, k, v and the mask are read through
 // their strides (broadcast batch dims have stride 0; grouped-query k/v heads
@@ -19,6 +20,7 @@
 #include "backends/cpu/kernel_registry.h"
 #include "ops/attention_shape.h"
 #include "ops/broadcast.h"
+#include "ops/scalar_math.h"
 #include "support/error.h"
 
 namespace kiln::cpu::internal {
@@ -101,8 +103,10 @@ class AttentionKernel final : public CpuKernel {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) buf[static_cast<size_t>(r * cols + c)] = to_compute(src[r * rs + c * cs]);
     };
-    std::vector<C> kbuf, vbuf, qbuf, scores, acc, inv;
-    for (int64_t b = 0; b < num_batches; ++b) {
+    // One batch entry (a head) with a chunk's own scratch. Entries are split over the pool, so the GEMMs and
+    // row loops inside one run inline on their thread; a single entry uses the pool inside instead.
+    auto attend = [&](int64_t b, std::vector<C>& kbuf, std::vector<C>& vbuf, std::vector<C>& qbuf,
+                      std::vector<C>& scores, std::vector<C>& acc, std::vector<C>& inv) {
       const auto& o = offsets[static_cast<size_t>(b)];
       // K^T as an [E, S] matrix and V as [S, Ev].
       MatrixRef kt{pk + o[1], ks_e, ks_s}, vm{pv + o[2], vs_s, vs_e};
@@ -149,11 +153,9 @@ class AttentionKernel final : public CpuKernel {
               inv[static_cast<size_t>(r)] = C(0);
               continue;
             }
+            for (int64_t j = 0; j < cols; ++j) row[j] = sm::k_exp(row[j] - max);  // vectorizes apart from the sum
             C sum = C(0);
-            for (int64_t j = 0; j < cols; ++j) {
-              row[j] = std::exp(row[j] - max);
-              sum += row[j];
-            }
+            for (int64_t j = 0; j < cols; ++j) sum += row[j];
             inv[static_cast<size_t>(r)] = C(1) / sum;
           }
         });
@@ -165,7 +167,11 @@ class AttentionKernel final : public CpuKernel {
             yb[r * out.row_stride() + e] =
                 from_compute<T>(acc[static_cast<size_t>(r * Ev + e)] * inv[static_cast<size_t>(r)]);
       }
-    }
+    };
+    ctx.pool.parallel_for(num_batches, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<C> kbuf, vbuf, qbuf, scores, acc, inv;
+      for (int64_t b = b0; b < b1; ++b) attend(b, kbuf, vbuf, qbuf, scores, acc, inv);
+    });
   }
 
   static constexpr int64_t kRowBlock = 256;  // query rows per block: the scores held at once are kRowBlock x S

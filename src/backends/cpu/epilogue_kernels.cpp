@@ -77,6 +77,21 @@ class EpilogueKernel final : public CpuKernel {
     if (act_ == Act::none && bias == nullptr && residual == nullptr) return;
     T* d = static_cast<T*>(y.data);
     const int64_t last = y.dims.empty() ? 1 : y.dims.back();
+    if (residual == nullptr) {
+      // Row by row, each step one loop over the row (they vectorize: no index arithmetic or switch per element).
+      const T* b = bias != nullptr ? static_cast<const T*>(bias->data) : nullptr;
+      const int64_t b_stride = bias != nullptr ? bias->strides[0] : 0;
+      const int64_t rows = last == 0 ? 0 : y.numel() / last;
+      ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(last, 1)), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          T* row = d + r * last;
+          if (b != nullptr)
+            for (int64_t j = 0; j < last; ++j) row[j] = from_compute<T>(to_compute(row[j]) + to_compute(b[j * b_stride]));
+          activate(row, last);
+        }
+      });
+      return;
+    }
     auto biased = [&](int64_t i) {
       auto v = to_compute(d[i]);
       if (bias != nullptr) {
@@ -86,10 +101,6 @@ class EpilogueKernel final : public CpuKernel {
       return v;
     };
     ctx.pool.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) {
-      if (residual == nullptr) {
-        for (int64_t i = i0; i < i1; ++i) d[i] = from_compute<T>(apply(act_, biased(i)));
-        return;
-      }
       // y's flat index walks the residual's strides in the same (row-major) order.
       const T* r = static_cast<const T*>(residual->data);
       int64_t i = i0;
@@ -99,6 +110,20 @@ class EpilogueKernel final : public CpuKernel {
         ++i;
       });
     });
+  }
+
+  // x = act(x) over n contiguous values, one loop per activation.
+  template <typename T>
+  void activate(T* x, int64_t n) const {
+    auto each = [&](auto f) {
+      for (int64_t j = 0; j < n; ++j) x[j] = from_compute<T>(f(to_compute(x[j])));
+    };
+    switch (act_) {
+      case Act::relu: each([](auto v) { return sm::k_relu(v); }); break;
+      case Act::gelu: each([](auto v) { return sm::k_gelu(v); }); break;
+      case Act::gelu_tanh: each([](auto v) { return sm::k_gelu_tanh(v); }); break;
+      case Act::none: break;
+    }
   }
 
   std::unique_ptr<CpuKernel> base_;

@@ -1,6 +1,7 @@
 // A strided GEMM front end for the CPU kernels (matmul, conv2d): C = A @ B
 // with A and B given by pointer and element strides. f32/f64 go to OpenBLAS
-// (cblas_sgemm/dgemm, threaded by OpenBLAS); an operand with a unit stride in
+// (cblas_sgemm/dgemm, single-threaded, with kiln's pool running large products
+// in column or row pieces); an operand with a unit stride in
 // either dim is passed as it is with the matching transpose flag, so a
 // transposed weight (permute view, strides [1, K]) is never copied (Note
 // [Weights] in DESIGN.md). Only an operand with no unit stride (or overlapping

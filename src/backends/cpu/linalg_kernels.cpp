@@ -111,12 +111,15 @@ class MatmulKernel final : public CpuKernel {
     offsets.reserve(static_cast<size_t>(num_batches));
     for_each_offset<2>(batch, {&sa, &sb}, 0, num_batches,
                        [&](const std::array<int64_t, 2>& o) { offsets.push_back(o); });
-    for (int64_t i = 0; i < num_batches; ++i) {
-      const auto& o = offsets[static_cast<size_t>(i)];
-      gemm(c.dtype, m, n, k, MatrixRef{pa + o[0] * static_cast<int64_t>(elem), a.row_stride, a.col_stride},
-           MatrixRef{pb + o[1] * static_cast<int64_t>(elem), b.row_stride, b.col_stride},
-           pc + i * m * n * static_cast<int64_t>(elem), n, false, ctx.pool);
-    }
+    // Batches split over the pool (each GEMM then runs on its thread); one batch splits its GEMM instead.
+    ctx.pool.parallel_for(num_batches, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const auto& o = offsets[static_cast<size_t>(i)];
+        gemm(c.dtype, m, n, k, MatrixRef{pa + o[0] * static_cast<int64_t>(elem), a.row_stride, a.col_stride},
+             MatrixRef{pb + o[1] * static_cast<int64_t>(elem), b.row_stride, b.col_stride},
+             pc + i * m * n * static_cast<int64_t>(elem), n, false, ctx.pool);
+      }
+    });
   }
 };
 

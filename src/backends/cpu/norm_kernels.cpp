@@ -12,6 +12,7 @@
 #include "backends/cpu/reduce_loop.h"
 #include "ops/broadcast.h"
 #include "ops/op_def.h"
+#include "ops/scalar_math.h"
 
 namespace kiln::cpu::internal {
 
@@ -87,13 +88,19 @@ class SoftmaxKernel final : public CpuKernel {
       C max = -std::numeric_limits<C>::infinity();
       for (C x : v) max = std::isnan(x) || x > max ? x : max;
       if (std::isinf(max)) max = 0;  // all -inf (or +inf): avoid inf - inf
+      // softmax keeps e^(x - max) in v (one loop that vectorizes), then sums it in order in double.
       double sum = 0;
-      for (C x : v) sum += static_cast<double>(std::exp(x - max));
+      if constexpr (kLog) {
+        for (C x : v) sum += static_cast<double>(sm::k_exp(x - max));
+      } else {
+        for (C& x : v) x = sm::k_exp(x - max);
+        for (C e : v) sum += static_cast<double>(e);
+      }
       C log_sum = static_cast<C>(std::log(sum));
       size_t k = 0;
       visit_reduced(l.out, out_base, scratch, [&](int64_t off) {
-        C shifted = v[k++] - max;
-        C y = kLog ? shifted - log_sum : static_cast<C>(std::exp(shifted) / sum);
+        C y = kLog ? (v[k] - max) - log_sum : static_cast<C>(v[k] / sum);
+        ++k;
         dst[off] = from_compute<S, C>(y);
       });
     });
