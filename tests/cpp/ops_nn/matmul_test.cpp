@@ -1,6 +1,7 @@
 // matmul against a naive double reference: odd sizes, 1-D operands, batch
 // broadcasting, transposed (strided) operands read without copies, every
-// claimed dtype, and shape errors; matmul_epilogue's residual against the
+// claimed dtype, products large enough to split over the thread pool, and
+// shape errors; matmul_epilogue's residual against the
 // unfused adds, and its errors.
 #include <gtest/gtest.h>
 
@@ -120,6 +121,40 @@ TEST(Matmul, LargerThanOnePanel) {
   // K = 300 and enough rows and columns to make several BLAS-sized blocks.
   check_matmul(TensorType(DType::f32, {33, 300}), TensorType(DType::f32, {300, 65}, {1, 300}), {33, 65}, 7);
   check_matmul(TensorType(DType::bf16, {33, 300}), TensorType(DType::bf16, {300, 65}), {33, 65}, 8);
+}
+
+// gemm() on raw f32 arrays against a double loop, with a and b read plain or transposed and C accumulated.
+void check_gemm(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_transposed, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+  for (float& v : a) v = dist(rng);
+  for (float& v : b) v = dist(rng);
+  for (float& v : c) v = dist(rng);
+  const std::vector<float> c0 = c;
+  const cpu::MatrixRef ar = a_transposed ? cpu::MatrixRef{a.data(), 1, m} : cpu::MatrixRef{a.data(), k, 1};
+  const cpu::MatrixRef br = b_transposed ? cpu::MatrixRef{b.data(), 1, k} : cpu::MatrixRef{b.data(), n, 1};
+  cpu::gemm(DType::f32, m, n, k, ar, br, c.data(), n, /*accumulate=*/true, ThreadPool::global());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = c0[static_cast<size_t>(i * n + j)];
+      for (int64_t p = 0; p < k; ++p)
+        want += static_cast<double>(a[static_cast<size_t>(i * ar.row_stride + p * ar.col_stride)]) *
+                b[static_cast<size_t>(p * br.row_stride + j * br.col_stride)];
+      ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4)
+          << m << "x" << k << " @ " << k << "x" << n << (a_transposed ? " a^T" : "") << (b_transposed ? " b^T" : "")
+          << " at (" << i << ", " << j << ")";
+    }
+}
+
+TEST(Gemm, ProductsSplitOverThePoolMatchTheReference) {
+  // Over 4 MFLOP a piece: BLAS runs in column pieces (n >= m) or row pieces (m > n) on the pool; the pieces'
+  // offsets follow the transpose flags, and each accumulates into its own slice of C.
+  for (bool at : {false, true})
+    for (bool bt : {false, true}) {
+      check_gemm(70, 261, 300, at, bt, 11);
+      check_gemm(261, 70, 300, at, bt, 12);
+    }
 }
 
 TEST(Matmul, EmptyContractionGivesZeros) {
