@@ -65,7 +65,9 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, in
 
 // BLAS runs single-threaded and kiln's pool splits the product instead: a threaded OpenBLAS keeps its
 // workers spinning (sched_yield) between calls, taking cores from the pool's elementwise work that
-// follows each product (a quarter of all CPU samples on GPT-2 and ResNet-50 on 2 cores).
+// follows each product (a quarter of all CPU samples on GPT-2 and ResNet-50 on 2 cores). The setting
+// is OpenBLAS's process-wide one: another user of the same libopenblas in the process (not torch,
+// which uses MKL, nor pip's numpy, which bundles its own) would run single-threaded too.
 void use_single_threaded_blas() {
   static const bool once = [] {
     if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
