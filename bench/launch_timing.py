@@ -2,7 +2,8 @@
 launch, the launch itself, and from the launch's return to the call's return, beside the call's latency
 (CUDA events, the device idle at the start, as run_one.py's median) and its device time (the same with
 the host's work hidden behind a sleep kernel). Latency minus device time is what the device waited for
-the host; this says which part of the call it waited for.
+the host; this says which part of the call it waited for. For kiln it also splits the call at kiln's
+own steps: where the region's forward starts, its output allocation, its launch, where it returns.
 
     python bench/launch_timing.py WORKLOAD [--backends kiln,reduce-overhead] [--iters 200]
 
@@ -18,34 +19,45 @@ import torch
 from run_one import device_latencies, diagnostic_main, warmed_up
 
 
-def _launch_hooks(backend: str, marks: list):
-    """Wraps the backend's graph launch so that it appends (before, after) host times to marks."""
+def _timed_points(backend: str) -> list[tuple[object, str, str]]:
+    """(owner, attribute, label) of the functions whose entry and return each call marks; the launch last."""
     if backend == "kiln":
-        from kiln.executable import Executable as owner
-        name = "run_into"
-    else:
-        owner, name = torch.cuda.CUDAGraph, "replay"
-    original = getattr(owner, name)
+        from kiln.executable import Executable
+        from kiln.output_buffers import OutputBuffers
+        from kiln.region import KilnRegion
 
-    def timed(*args, **kwargs):
-        before = time.perf_counter()
-        result = original(*args, **kwargs)
-        marks.append((before, time.perf_counter()))
-        return result
+        return [(KilnRegion, "forward", "region"), (OutputBuffers, "allocate", "outputs"),
+                (Executable, "run_into", "launch")]
+    return [(torch.cuda.CUDAGraph, "replay", "launch")]
 
-    setattr(owner, name, timed)
-    return lambda: setattr(owner, name, original)
+
+def _install(points, marks: dict) -> callable:
+    """Wraps each point so that it appends (entry, return) host times to marks[label]; returns the undo."""
+    originals = []
+    for owner, name, label in points:
+        original = getattr(owner, name)
+        originals.append((owner, name, original))
+
+        def timed(*args, _original=original, _label=label, **kwargs):
+            before = time.perf_counter()
+            result = _original(*args, **kwargs)
+            marks.setdefault(_label, []).append((before, time.perf_counter()))
+            return result
+
+        setattr(owner, name, timed)
+    return lambda: [setattr(owner, name, original) for owner, name, original in originals]
 
 
 def profile(backend: str, workload: str, iters: int, top: int) -> str:
     del top
-    fn, inputs = warmed_up(backend, workload, 10)
-    marks: list = []
-    with torch.inference_mode():
-        device = statistics.median(device_latencies(fn, inputs, iters))
-        restore = _launch_hooks(backend, marks)
-        pre, launch, post, latency = [], [], [], []
-        try:
+    marks: dict = {}
+    points = _timed_points(backend)
+    restore = _install(points, marks)  # before compiling: kiln's direct call keeps the region's bound forward
+    try:
+        fn, inputs = warmed_up(backend, workload, 10)
+        with torch.inference_mode():
+            device = statistics.median(device_latencies(fn, inputs, iters))
+            latency, parts = [], {}
             for _ in range(iters):
                 marks.clear()
                 torch.cuda.synchronize()
@@ -57,18 +69,23 @@ def profile(backend: str, workload: str, iters: int, top: int) -> str:
                 end.record()
                 end.synchronize()
                 latency.append(start.elapsed_time(end))
-                if marks:
-                    pre.append((marks[0][0] - t0) * 1e3)
-                    launch.append((marks[-1][1] - marks[0][0]) * 1e3)
-                    post.append((t1 - marks[-1][1]) * 1e3)
-        finally:
-            restore()
+                if "launch" not in marks:
+                    continue
+                for label in marks:
+                    first, last = marks[label][0][0], marks[label][-1][1]
+                    parts.setdefault(f"to {label}", []).append((first - t0) * 1e3)
+                    parts.setdefault(label, []).append((last - first) * 1e3)
+                parts.setdefault("after launch", []).append((t1 - marks["launch"][-1][1]) * 1e3)
+                if "region" in marks:
+                    parts.setdefault("after region", []).append((t1 - marks["region"][-1][1]) * 1e3)
+    finally:
+        restore()
     med = statistics.median
-    if not pre:
-        return f"== {backend} on {workload}: no graph launch seen; latency {med(latency):.3f} ms, device {device:.3f}"
-    return (f"== {backend} on {workload}, ms per call (median of {iters}): latency {med(latency):.3f}, device {device:.3f}, "
-            f"waited {med(latency) - device:.3f}; host: to the launch {med(pre):.3f}, the launch {med(launch):.3f}, "
-            f"after it {med(post):.3f} ({len(marks)} launch(es) a call)")
+    head = f"== {backend} on {workload}, ms per call (median of {iters}): latency {med(latency):.3f}, device {device:.3f}"
+    if not parts:
+        return f"{head}; no graph launch seen"
+    split = ", ".join(f"{name} {med(values):.3f}" for name, values in parts.items())
+    return f"{head}, waited {med(latency) - device:.3f}; host: {split}"
 
 
 if __name__ == "__main__":
