@@ -15,6 +15,7 @@
 #include "backends/cpu/dtype_dispatch.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/strided_loop.h"
+#include "ir/tensor_type.h"
 #include "ops/op_def.h"
 #include "ops/scalar_math.h"
 #include "support/error.h"
@@ -77,18 +78,25 @@ class EpilogueKernel final : public CpuKernel {
     if (act_ == Act::none && bias == nullptr && residual == nullptr) return;
     T* d = static_cast<T*>(y.data);
     const int64_t last = y.dims.empty() ? 1 : y.dims.back();
-    if (residual == nullptr) {
-      // Row by row, each step one loop over the row (they vectorize: no index arithmetic or switch per element).
+    // A residual laid out as y (a convolution's or a linear layer's skip connection) is read by row too.
+    const T* res = residual != nullptr && residual->dims == y.dims && is_contiguous(residual->dims, residual->strides)
+                       ? static_cast<const T*>(residual->data)
+                       : nullptr;
+    if (residual == nullptr || res != nullptr) {
+      // Runs of y, each step one loop over the run (they vectorize: no index arithmetic or switch per
+      // element): whole rows with a bias (it follows the last dim), else even chunks of the flat tensor.
       const T* b = bias != nullptr ? static_cast<const T*>(bias->data) : nullptr;
       const int64_t b_stride = bias != nullptr ? bias->strides[0] : 0;
+      if (b == nullptr) {
+        ctx.pool.parallel_for(y.numel(), 16384, [&](int64_t i0, int64_t i1) {
+          finish_run<T>(d + i0, res != nullptr ? res + i0 : nullptr, i1 - i0, nullptr, 0);
+        });
+        return;
+      }
       const int64_t rows = last == 0 ? 0 : y.numel() / last;
       ctx.pool.parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(last, 1)), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          T* row = d + r * last;
-          if (b != nullptr)
-            for (int64_t j = 0; j < last; ++j) row[j] = from_compute<T>(to_compute(row[j]) + to_compute(b[j * b_stride]));
-          activate(row, last);
-        }
+        for (int64_t r = r0; r < r1; ++r)
+          finish_run(d + r * last, res != nullptr ? res + r * last : nullptr, last, b, b_stride);
       });
       return;
     }
@@ -110,6 +118,16 @@ class EpilogueKernel final : public CpuKernel {
         ++i;
       });
     });
+  }
+
+  // x = act(x + bias + r) over n contiguous values (bias and r optional, each add rounded to T), one loop a step.
+  template <typename T>
+  void finish_run(T* x, const T* r, int64_t n, const T* bias, int64_t bias_stride) const {
+    if (bias != nullptr)
+      for (int64_t j = 0; j < n; ++j) x[j] = from_compute<T>(to_compute(x[j]) + to_compute(bias[j * bias_stride]));
+    if (r != nullptr)
+      for (int64_t j = 0; j < n; ++j) x[j] = from_compute<T>(to_compute(x[j]) + to_compute(r[j]));
+    activate(x, n);
   }
 
   // x = act(x) over n contiguous values, one loop per activation.

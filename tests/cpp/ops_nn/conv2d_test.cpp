@@ -120,6 +120,26 @@ TEST(Conv2d, LargePlaneUsesSeveralColumnChunks) {
   check_conv(c, DType::f32, {1, 2, 96, 96});
 }
 
+// conv2d_fused (a ResNet block's end): the bytes of conv2d with its bias, + the residual, then ReLU, with
+// the residual laid out as the output (read in runs) and strided (read through its strides).
+TEST(Conv2dFused, ResidualAndReluMatchTheUnfusedOps) {
+  for (DType d : {DType::f32, DType::f16, DType::bf16})
+    for (bool strided : {false, true}) {
+      std::mt19937 rng(5);
+      HostTensor x(TensorType(d, {2, 3, 9, 8})), w(TensorType(d, {6, 3, 3, 3})), b(TensorType(d, {6}));
+      HostTensor residual(strided ? TensorType(d, {2, 6, 9, 8}, {432, 1, 48, 6})  // stored N, H, W, C
+                                  : TensorType(d, {2, 6, 9, 8}));
+      for (HostTensor* t : {&x, &w, &b, &residual}) fill_random(*t, rng, -2.0, 2.0);
+      Attrs attrs = conv_attrs(ConvCase{{2, 3, 9, 8}, {6, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true});
+      auto conv = run_op("conv2d", {&x, &w, &b}, attrs);
+      auto sum = run_op("add", {&conv[0], &residual});
+      auto want = run_op("relu", {&sum[0]});
+      attrs.set("relu", true);
+      auto fused = run_op("conv2d_fused", {&x, &w, &b, &residual}, attrs);
+      EXPECT_EQ(fused[0].bytes, want[0].bytes) << dtype_name(d) << (strided ? " strided residual" : "");
+    }
+}
+
 TEST(Conv2d, ShapeErrors) {
   Attrs groups2;
   groups2.set("groups", int64_t{2});

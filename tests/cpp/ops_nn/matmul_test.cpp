@@ -178,22 +178,42 @@ TEST(Matmul, ShapeErrors) {
                   "cannot broadcast");
 }
 
-// The residual (read through strides) rounds like the two unfused adds: the
-// fused op's bytes equal matmul, then + bias, then + residual.
+// The residual (read through strides, or by row when laid out as the output)
+// rounds like the two unfused adds: the fused op's bytes equal matmul, then
+// + bias, then + residual.
 TEST(MatmulEpilogue, ResidualMatchesTheUnfusedAdds) {
-  for (DType d : {DType::f32, DType::f16, DType::bf16}) {
-    std::mt19937 rng(3);
-    HostTensor a(TensorType(d, {2, 5, 7})), b(TensorType(d, {7, 3}, {1, 7})), bias(TensorType(d, {3}));
-    HostTensor residual(TensorType(d, {2, 5, 3}, {3, 6, 1}));  // stored [5, 2, 3]
-    for (HostTensor* t : {&a, &b, &bias, &residual}) fill_random(*t, rng, -4.0, 4.0);
-    Attrs none;
-    none.set("activation", std::string("none"));
-    auto fused = run_op("matmul_epilogue", {&a, &b, &bias, &residual}, none);
-    auto product = run_op("matmul", {&a, &b});
-    auto biased = run_op("add", {&product[0], &bias});
-    auto want = run_op("add", {&biased[0], &residual});
-    EXPECT_EQ(fused[0].bytes, want[0].bytes) << dtype_name(d);
-  }
+  for (DType d : {DType::f32, DType::f16, DType::bf16})
+    for (bool strided : {true, false}) {
+      std::mt19937 rng(3);
+      HostTensor a(TensorType(d, {2, 5, 7})), b(TensorType(d, {7, 3}, {1, 7})), bias(TensorType(d, {3}));
+      HostTensor residual(strided ? TensorType(d, {2, 5, 3}, {3, 6, 1})  // stored [5, 2, 3]
+                                  : TensorType(d, {2, 5, 3}));
+      for (HostTensor* t : {&a, &b, &bias, &residual}) fill_random(*t, rng, -4.0, 4.0);
+      Attrs none;
+      none.set("activation", std::string("none"));
+      auto fused = run_op("matmul_epilogue", {&a, &b, &bias, &residual}, none);
+      auto product = run_op("matmul", {&a, &b});
+      auto biased = run_op("add", {&product[0], &bias});
+      auto want = run_op("add", {&biased[0], &residual});
+      EXPECT_EQ(fused[0].bytes, want[0].bytes) << dtype_name(d) << (strided ? " strided residual" : "");
+    }
+}
+
+// Bias and activation give the bytes of matmul, + bias, then the activation op (one elementwise evaluator).
+TEST(MatmulEpilogue, BiasAndActivationMatchTheUnfusedOps) {
+  for (DType d : {DType::f32, DType::f16, DType::bf16})
+    for (const char* act : {"relu", "gelu", "gelu_tanh"}) {
+      std::mt19937 rng(4);
+      HostTensor a(TensorType(d, {3, 4, 9})), b(TensorType(d, {9, 37}, {1, 9})), bias(TensorType(d, {37}));
+      for (HostTensor* t : {&a, &b, &bias}) fill_random(*t, rng, -3.0, 3.0);
+      Attrs attrs;
+      attrs.set("activation", std::string(act));
+      auto fused = run_op("matmul_epilogue", {&a, &b, &bias}, attrs);
+      auto product = run_op("matmul", {&a, &b});
+      auto biased = run_op("add", {&product[0], &bias});
+      auto want = run_op(act, {&biased[0]});
+      EXPECT_EQ(fused[0].bytes, want[0].bytes) << dtype_name(d) << " " << act;
+    }
 }
 
 TEST(MatmulEpilogue, ResidualErrors) {
