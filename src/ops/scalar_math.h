@@ -2,7 +2,9 @@
 // NVRTC-generated source all include this file (NVRTC gets it as embedded text),
 // so an elementwise op's meaning is written exactly once (Note [Elementwise]).
 // Plain C-style overloads only: no std::, no templates beyond simple ones, so
-// that it compiles as host C++, CUDA C++, and under NVRTC without headers.
+// that it compiles as host C++, CUDA C++, and under NVRTC without headers. On
+// the host alone, float exp/tanh/erf come from host_math.h (loops over them
+// vectorize); device code keeps CUDA's expf/tanhf/erff.
 #pragma once
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
