@@ -30,17 +30,6 @@ Act parse_act(const std::string& s) {
   return s == "relu" ? Act::relu : s == "gelu" ? Act::gelu : s == "gelu_tanh" ? Act::gelu_tanh : Act::none;
 }
 
-template <typename C>
-C apply(Act act, C v) {
-  switch (act) {
-    case Act::relu: return sm::k_relu(v);
-    case Act::gelu: return sm::k_gelu(v);
-    case Act::gelu_tanh: return sm::k_gelu_tanh(v);
-    case Act::none: return v;
-  }
-  return v;
-}
-
 class EpilogueKernel final : public CpuKernel {
  public:
   EpilogueKernel(std::unique_ptr<CpuKernel> base, const Node& node) : base_(std::move(base)) {
@@ -113,10 +102,10 @@ class EpilogueKernel final : public CpuKernel {
       const T* r = static_cast<const T*>(residual->data);
       int64_t i = i0;
       for_each_offset<1>(y.dims, {&residual->strides}, i0, i1, [&](const std::array<int64_t, 1>& o) {
-        const auto sum = to_compute(from_compute<T>(biased(i) + to_compute(r[o[0]])));  // the unfused add rounds
-        d[i] = from_compute<T>(apply(act_, sum));
+        d[i] = from_compute<T>(biased(i) + to_compute(r[o[0]]));  // the unfused add rounds
         ++i;
       });
+      activate(d + i0, i1 - i0);
     });
   }
 

@@ -92,18 +92,16 @@ void blas_gemm_parallel(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
     blas_gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return;
   }
+  const bool by_columns = n >= m;
+  const int64_t span = by_columns ? n : m;
   constexpr int64_t kAlign = 16;  // pieces start on whole register tiles of the BLAS kernels
-  if (n >= m) {
-    const int64_t grain = ((n + pieces - 1) / pieces + kAlign - 1) / kAlign * kAlign;
-    pool.parallel_for(n, grain, [&](int64_t j0, int64_t j1) {
-      blas_gemm<T>(ta, tb, m, j1 - j0, k, a, lda, tb ? b + j0 * ldb : b + j0, ldb, c + j0, ldc, accumulate);
-    });
-  } else {
-    const int64_t grain = ((m + pieces - 1) / pieces + kAlign - 1) / kAlign * kAlign;
-    pool.parallel_for(m, grain, [&](int64_t i0, int64_t i1) {
-      blas_gemm<T>(ta, tb, i1 - i0, n, k, ta ? a + i0 : a + i0 * lda, lda, b, ldb, c + i0 * ldc, ldc, accumulate);
-    });
-  }
+  const int64_t grain = ((span + pieces - 1) / pieces + kAlign - 1) / kAlign * kAlign;
+  pool.parallel_for(span, grain, [&](int64_t p0, int64_t p1) {
+    if (by_columns)
+      blas_gemm<T>(ta, tb, m, p1 - p0, k, a, lda, tb ? b + p0 * ldb : b + p0, ldb, c + p0, ldc, accumulate);
+    else
+      blas_gemm<T>(ta, tb, p1 - p0, n, k, ta ? a + p0 : a + p0 * lda, lda, b, ldb, c + p0 * ldc, ldc, accumulate);
+  });
 }
 
 // f32/f64: operands go to BLAS as they are when a transpose flag can express them.
