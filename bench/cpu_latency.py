@@ -17,35 +17,23 @@ import time
 
 
 def build(name: str):
+    """(model, input) in fp32 on the CPU at batch 1, from the GPU benchmark's builders (bench/workloads.py)."""
     import torch
+
+    from workloads import hf_model, torchvision_model
 
     torch.manual_seed(0)
     if name in ("bert", "gpt2"):
-        import transformers
-
-        config = transformers.GPT2Config() if name == "gpt2" else transformers.BertConfig()
-        model = (transformers.GPT2Model if name == "gpt2" else transformers.BertModel)(config)
-        return model.eval(), torch.randint(0, 1000, (1, 128))
-    import torchvision
-
-    model = getattr(torchvision.models, name)().eval()
-    if name.startswith("vit"):  # torchvision zero-initializes ViT's head: all-zero logits would hide any difference
-        torch.nn.init.normal_(model.heads.head.weight, std=0.02)
-    return model, torch.randn(1, 3, 224, 224)
-
-
-def first_tensor(out):
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return out
-    if isinstance(out, (tuple, list)):
-        return first_tensor(out[0])
-    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out.logits
+        model, inputs = hf_model(name, 1, device="cpu", dtype=torch.float32)
+    else:
+        model, inputs = torchvision_model(name, 1, device="cpu", dtype=torch.float32)
+    return model, inputs[0]
 
 
 def measure(name: str, pairs: int) -> str:
     import torch
+
+    from run_one import first_tensor
 
     model, x = build(name)
     compiled = torch.compile(model, backend="kiln")

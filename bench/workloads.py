@@ -1,4 +1,5 @@
-"""The benchmark's workloads (issue 4): each returns (model on cuda in fp16, inputs). DIAGNOSTIC_WORKLOADS
+"""The benchmark's workloads (issue 4): each returns (model on cuda in fp16, inputs); the model builders
+take another device and dtype for the CPU benchmark (cpu_latency.py). DIAGNOSTIC_WORKLOADS
 adds single-op models for the diagnostics (kernel_profile.py, host_profile.py), not for the table."""
 
 from __future__ import annotations
@@ -11,22 +12,25 @@ def linear_stack(batch=8, width=8192, layers=24):
     return model.half().cuda().eval(), [torch.randn(batch, width, dtype=torch.half, device="cuda")]
 
 
-def torchvision_model(name, batch):
+def torchvision_model(name, batch, device="cuda", dtype=torch.half):
     import torchvision
 
-    model = getattr(torchvision.models, name)().half().cuda().eval()
-    return model, [torch.randn(batch, 3, 224, 224, dtype=torch.half, device="cuda")]
+    model = getattr(torchvision.models, name)()
+    if name.startswith("vit"):  # torchvision zero-initializes ViT's head: all-zero logits would hide any difference
+        torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+    model = model.to(device, dtype).eval()
+    return model, [torch.randn(batch, 3, 224, 224, dtype=dtype, device=device)]
 
 
-def hf_model(kind, batch, seq=128):
+def hf_model(kind, batch, seq=128, device="cuda", dtype=torch.half):
     import transformers
 
     if kind == "bert":
         model = transformers.BertModel(transformers.BertConfig())
     else:
         model = transformers.GPT2Model(transformers.GPT2Config())
-    model = model.half().cuda().eval()
-    return model, [torch.randint(0, 1000, (batch, seq), device="cuda")]
+    model = model.to(device, dtype).eval()
+    return model, [torch.randint(0, 1000, (batch, seq), device=device)]
 
 
 WORKLOADS = {
