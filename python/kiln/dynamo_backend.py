@@ -1,8 +1,9 @@
 """torch.compile(model, backend="kiln"): registered through the
 `torch_dynamo_backends` entry point, so no import of kiln is needed.
 
-Dynamo's graph goes through aot_autograd to core ATen for inference, is
-partitioned into kiln regions and PyTorch fallback nodes, and each region is
+Dynamo's graph becomes a core ATen inference graph (in one trace by
+kiln.aten_capture where it can, else through aot_autograd), is partitioned
+into kiln regions and PyTorch fallback nodes, and each region is
 compiled into a kiln Executable. Inference only: when autograd would need to
 record the graph (grad enabled and an input requiring grad) kiln warns once
 and runs the graph in eager mode, so training code still works unchanged."""
@@ -68,15 +69,21 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
 
     from torch._dynamo.backends.common import aot_autograd
 
+    from kiln.aten_capture import capture_inference_graph
+
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     weight_flags = [_is_weight(n, t) for n, t in zip(placeholders, example_inputs)]
     device = _device_of(example_inputs, opts)
-    # The real weights, held weakly, for the weight registry (aot_autograd hands the compiler fake ones).
+    # The real weights, held weakly, for the weight registry (the captured graph sees fake ones).
     weight_refs = [(weakref.ref(t), _weight_name(n)) if w and isinstance(t, torch.Tensor) else None
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
-    return aot_autograd(fw_compiler=compiler, decompositions=dict(_decompositions()))(gm, example_inputs)
+    aten = capture_inference_graph(gm, example_inputs, dict(_decompositions()))
+    if aten is not None:
+        return compiler(aten)
+    boxed = functools.partial(_boxed, compiler)
+    return aot_autograd(fw_compiler=boxed, decompositions=dict(_decompositions()))(gm, example_inputs)
 
 
 @functools.lru_cache(maxsize=1)
@@ -88,14 +95,20 @@ def _decompositions():
     return core_aten_decompositions()
 
 
-def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, device, options, reports, weight_refs):
+def _boxed(compiler, gm: torch.fx.GraphModule, example_inputs):
+    """aot_autograd's compiler: its compiled functions take one list of inputs (the boxed convention)."""
     from torch._functorch.aot_autograd import make_boxed_func
 
+    return make_boxed_func(compiler(gm))
+
+
+def _compile_aten(gm: torch.fx.GraphModule, *, weight_flags, device, options, reports, weight_refs):
+    """A core ATen graph, inputs in Dynamo's order, to the function that runs it."""
     from kiln.compile_fx import compile_fx_graph
     from kiln.direct_call import direct_call
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    # aot_autograd keeps Dynamo's inputs in order (the GraphModule owns no parameters).
+    # Both captures keep Dynamo's inputs in order (the GraphModule owns no parameters).
     weights = {n.name for n, w in zip(placeholders, weight_flags) if w}
     weight_tensors, weight_names = {}, {}
     for n, ref in zip(placeholders, weight_refs):
@@ -108,4 +121,4 @@ def _compile_aten(gm: torch.fx.GraphModule, example_inputs, *, weight_flags, dev
         reports.append(report)
     if options.verbose:
         log.warning("%s", report)
-    return make_boxed_func(direct_call(compiled) or compiled)
+    return direct_call(compiled) or compiled

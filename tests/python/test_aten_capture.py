@@ -1,0 +1,164 @@
+"""kiln.aten_capture: an inference graph captured in one trace is aot_autograd's graph node for node;
+graphs that mutate inputs, return aliases or have symbolic shapes go through aot_autograd and still
+behave as in eager."""
+
+import functools
+import logging
+
+import torch
+
+from conftest import assert_close
+from kiln.aten_capture import capture_inference_graph
+from kiln.dynamo_backend import _decompositions, kiln_backend
+
+
+class Block(torch.nn.Module):
+    """What the models feed the capture: a packed qkv split into heads, layer norm, softmax, gelu, a
+    convolution with batch norm, reshapes and transposes."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+        self.norm = torch.nn.LayerNorm(16)
+        self.conv = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(4)
+
+    def forward(self, x, image):
+        b, s, e = x.shape
+        q, k, v = (t.view(b, s, 2, 8).transpose(1, 2) for t in self.qkv(self.norm(x)).split(e, dim=2))
+        scores = torch.softmax(q @ k.transpose(-1, -2) / 8 ** 0.5, dim=-1)
+        mixed = (scores @ v).transpose(1, 2).reshape(b, s, e)
+        return torch.nn.functional.gelu(mixed) + x, torch.relu(self.bn(self.conv(image))).flatten(1)
+
+
+def _dynamo_graph(fn, *inputs, dynamic=False):
+    """Dynamo's graph of `fn` and its example inputs."""
+    seen = []
+
+    def record(gm, example_inputs):
+        seen.append((gm, example_inputs))
+        return gm.forward
+
+    with torch.no_grad():
+        torch.compile(fn, backend=record, dynamic=dynamic)(*inputs)
+    assert len(seen) == 1
+    return seen[0]
+
+
+def _aot_graph(gm, example_inputs):
+    from torch._dynamo.backends.common import aot_autograd
+
+    seen = []
+
+    def record(graph, _):
+        seen.append(graph)
+        return graph
+
+    with torch.no_grad():
+        aot_autograd(fw_compiler=record, decompositions=dict(_decompositions()))(gm, example_inputs)
+    return seen[0]
+
+
+def _signature(gm):
+    """The graph as (op, target, arguments by node position, shape, dtype) per node."""
+    position = {node: i for i, node in enumerate(gm.graph.nodes)}
+
+    def arg(a):
+        if isinstance(a, torch.fx.Node):
+            return ("node", position[a])
+        if isinstance(a, (list, tuple)):
+            return tuple(arg(x) for x in a)
+        return repr(a)
+
+    rows = []
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        shape = (tuple(val.shape), val.dtype) if isinstance(val, torch.Tensor) else None
+        target = node.target if node.op != "placeholder" else None
+        rows.append((node.op, str(target), arg(node.args), arg(tuple(sorted(node.kwargs.items()))), shape))
+    return rows
+
+
+def _capture(gm, example_inputs):
+    with torch.no_grad():
+        return capture_inference_graph(gm, example_inputs, dict(_decompositions()))
+
+
+def test_one_trace_gives_aot_autograds_graph():
+    model = Block().eval()
+    gm, example_inputs = _dynamo_graph(model, torch.randn(2, 5, 16), torch.randn(1, 2, 6, 6))
+    captured = _capture(gm, example_inputs)
+    assert captured is not None
+    assert _signature(captured) == _signature(_aot_graph(gm, example_inputs))
+
+
+def test_model_captured_in_one_trace_matches_eager(caplog):
+    model, x, image = Block().eval(), torch.randn(2, 5, 16), torch.randn(1, 2, 6, 6)
+    with caplog.at_level(logging.DEBUG, logger="kiln"), torch.no_grad():
+        got = torch.compile(model, backend=kiln_backend)(x, image)
+        expected = model(x, image)
+    assert not [r for r in caplog.records if "aot_autograd" in r.getMessage()]
+    assert_close(got, expected)
+
+
+class Counter(torch.nn.Module):
+    """Updates a buffer in place on every call, as a training-mode batch norm does its statistics."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x * self.calls
+
+
+def test_input_mutation_goes_through_aot_autograd_and_updates_the_buffer(caplog):
+    model, reference, x = Counter(), Counter(), torch.randn(3)
+    assert _capture(*_dynamo_graph(Counter(), x)) is None
+    compiled = torch.compile(model, backend=kiln_backend)
+    with caplog.at_level(logging.DEBUG, logger="kiln"), torch.no_grad():
+        for _ in range(3):
+            assert_close(compiled(x), reference(x))
+    assert model.calls.item() == 3
+    assert any("mutates an input" in r.getMessage() for r in caplog.records)
+
+
+def test_output_aliasing_an_input_goes_through_aot_autograd_and_stays_a_view():
+    def fn(x):
+        return x.view(-1), x * 2
+
+    x = torch.randn(2, 3)
+    assert _capture(*_dynamo_graph(fn, x)) is None
+    with torch.no_grad():
+        flat, doubled = torch.compile(fn, backend=kiln_backend)(x)
+    assert flat.data_ptr() == x.data_ptr() and flat.shape == (6,)
+    assert_close(doubled, x * 2)
+
+
+def test_outputs_aliasing_each_other_go_through_aot_autograd():
+    def fn(x):
+        y = x + 1
+        return y, y.view(-1)
+
+    x = torch.randn(2, 3)
+    assert _capture(*_dynamo_graph(fn, x)) is None
+    with torch.no_grad():
+        got = torch.compile(fn, backend=kiln_backend)(x)
+    assert_close(list(got), list(fn(x)))
+
+
+def test_symbolic_shapes_go_through_aot_autograd(caplog):
+    def fn(x):
+        return torch.relu(x) + 1
+
+    gm, example_inputs = _dynamo_graph(fn, torch.randn(4, 3), dynamic=True)
+    with caplog.at_level(logging.DEBUG, logger="kiln"):
+        # Dynamo passes the symbolic sizes as inputs too: they are not plain tensors.
+        assert _capture(gm, example_inputs) is None
+    assert any("aot_autograd" in r.getMessage() for r in caplog.records)
+    compiled = torch.compile(fn, backend=functools.partial(kiln_backend), dynamic=True)
+    with torch.no_grad():
+        for rows in (4, 7):
+            x = torch.randn(rows, 3)
+            assert_close(compiled(x), fn(x))
