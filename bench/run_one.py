@@ -98,7 +98,7 @@ def kiln_call_stats() -> dict:
 
 def kiln_stage_seconds(compile_s: float) -> dict:
     """Where kiln's first call went: seconds between its stages, summed over graphs; "torch" is the rest
-    (Dynamo tracing, AOT autograd, guards), of which "torch after kiln" came between kiln's return and
+    (Dynamo tracing, the ATen capture, guards), of which "torch after kiln" came between kiln's return and
     the first call (the "called" stage)."""
     import kiln
 

@@ -41,9 +41,9 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
             gm, examples, lambda g: compile_fx_graph(g, weights, device, options, _alive(weak), weight_names))
         return module, module.first_report
     start = time.perf_counter()
+    trace = new_trace(f"graph {next(_graph_ids)}", str(device))
     rewrite_as_strided_views(gm)
     inline_small_constants(gm, device)
-    trace = new_trace(f"graph {next(_graph_ids)}", str(device))
     parts = partition(gm, weights, device.type)
     trace.record("import")
     module = parts.module

@@ -8,7 +8,8 @@ Each compiled graph gets one MemoryTrace. Stages, in the order they happen:
   lower       optimized, memory-planned and lowered (one C++ call: planning
               allocates nothing, the arena comes with the first run)
   called      the graph's first region was first called (the time since
-              "lower" is torch's: AOT autograd's wrappers, Dynamo's guards)
+              "lower" is torch's: Dynamo's guards and bytecode, and
+              aot_autograd's wrappers where it captured the graph)
   fold        a region's folded constants were computed (on its first call)
   first run   a region's first call finished
   after       the graph's first call finished: what compile leaves behind

@@ -1,0 +1,171 @@
+"""Where the first call's time goes (issue 4's compile target): each benchmark model compiled by kiln
+in a fresh process, after a tiny model has loaded Dynamo, aot_autograd and kiln, its first call split
+with Dynamo's own timers (torch._dynamo.utils.compile_times) and kiln's stages (kiln.memory_report):
+
+    dynamo     Dynamo's bytecode tracing of the model's Python
+    capture    Dynamo's graph to core ATen (kiln.aten_capture's one trace, or aot_autograd)
+    kiln       kiln's compile: import, plan, lower (NVRTC on CUDA)
+    guards     Dynamo's guards
+    first run  the compiled model's first run: kiln's folds, then the run itself
+    rest       the remainder of the first call (Dynamo's graph and bytecode building)
+
+    python bench/compile_time.py [--models resnet50,vit_b_16,bert,gpt2] [--device cpu] [--repeats 3]
+                                 [--compare-capture]
+
+--compare-capture times the capture alone, both ways, inside the same Dynamo backend call:
+kiln.aten_capture's one trace and aot_autograd's two (with a compiler that returns the graph), the
+order swapped every other process; a way back to aot_autograd alone if a torch release makes it the
+faster one.
+
+fp32 on the CPU and fp16 on CUDA, batch 1 (sequence 128 for the text models). Prints the median over
+the repeats of each part, models interleaved across repeats so that a host's drift spreads over all."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PARTS = ("first call", "dynamo", "capture", "kiln", "guards", "first run", "rest")
+
+
+def _dynamo_times() -> dict:
+    from torch._dynamo.utils import compile_times
+
+    names, values = compile_times(repr="csv")  # per name, one figure per compile so far: "0.27, 2.81"
+    return {name: sum(float(v) for v in value.split(",")) for name, value in zip(names, values)}
+
+
+def one(name: str, device: str) -> dict:
+    """The first call of `name` compiled by kiln, split into PARTS (seconds)."""
+    import torch
+
+    import kiln
+    from run_one import kiln_stage_seconds
+
+    model, inputs = _build(name, device)
+    with torch.no_grad():
+        _warm_up(device)
+        kiln.memory_report(clear=True)
+        before = _dynamo_times()
+        start = time.perf_counter()
+        torch.compile(model, backend="kiln")(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        total = time.perf_counter() - start
+    after = _dynamo_times()
+
+    def spent(key):
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    stages = kiln_stage_seconds(total)
+    kiln_s = sum(stages.get(stage, 0.0) for stage in ("import", "plan", "lower"))  # inside the backend call
+    backend = spent("OutputGraph.call_user_compiler")
+    parts = {"first call": total, "dynamo": spent("bytecode_tracing"), "capture": backend - kiln_s, "kiln": kiln_s,
+             "guards": spent("build_guards"), "first run": sum(stages.get(s, 0.0) for s in ("fold", "first run"))}
+    parts["rest"] = total - sum(parts[p] for p in PARTS[1:6])
+    return parts
+
+
+def compare_capture(name: str, device: str, aot_first: bool) -> dict:
+    """Seconds of kiln.aten_capture's capture and of aot_autograd's, both of Dynamo's graph of `name`."""
+    import torch
+    from torch._dynamo.backends.common import aot_autograd
+
+    from kiln.aten_capture import capture_inference_graph
+    from kiln.dynamo_backend import _decompositions
+
+    model, inputs = _build(name, device)
+    table = dict(_decompositions())
+    seconds = {}
+
+    def one_trace(gm, example_inputs):
+        start = time.perf_counter()
+        if capture_inference_graph(gm, example_inputs, table) is None:
+            raise RuntimeError(f"{name}: kiln.aten_capture declined the graph")
+        seconds["one trace"] = time.perf_counter() - start
+
+    def two_traces(gm, example_inputs):
+        start = time.perf_counter()
+        aot_autograd(fw_compiler=lambda graph, _: graph, decompositions=table)(gm, example_inputs)
+        seconds["aot_autograd"] = time.perf_counter() - start
+
+    def backend(gm, example_inputs):
+        for capture in (two_traces, one_trace) if aot_first else (one_trace, two_traces):
+            capture(gm, example_inputs)
+        return gm.forward
+
+    with torch.no_grad():
+        _warm_up(device)
+        torch.compile(model, backend=backend)(*inputs)
+    return seconds
+
+
+def _dtype(device: str):
+    import torch
+
+    return torch.float16 if device == "cuda" else torch.float32
+
+
+def _build(name: str, device: str):
+    import torch
+
+    from workloads import hf_model, torchvision_model
+
+    dtype = _dtype(device)
+    torch.manual_seed(0)
+    if name in ("bert", "gpt2"):
+        return hf_model(name, 1, device=device, dtype=dtype)
+    return torchvision_model(name, 1, device=device, dtype=dtype)
+
+
+def _warm_up(device: str) -> None:
+    """A tiny model through kiln, so that what torch and kiln load on first use is loaded."""
+    import torch
+
+    dtype = _dtype(device)
+    tiny = torch.nn.Linear(4, 4).to(device, dtype)
+    torch.compile(tiny, backend="kiln")(torch.randn(2, 4, device=device, dtype=dtype))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="resnet50,vit_b_16,bert,gpt2")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compare-capture", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model, JSON on stdout
+    parser.add_argument("--aot-first", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        result = compare_capture(args.one, args.device, args.aot_first) if args.compare_capture else \
+            one(args.one, args.device)
+        print(json.dumps(result), flush=True)
+        return
+    models = args.models.split(",")
+    runs: dict = {m: [] for m in models}
+    for repeat in range(args.repeats):
+        for m in models:
+            child = [sys.executable, __file__, "--one", m, "--device", args.device]
+            if args.compare_capture:
+                child += ["--compare-capture"] + (["--aot-first"] if repeat % 2 else [])
+            out = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(__file__) or ".")
+            if out.returncode:
+                sys.exit(f"{m}: the child process failed:\n{out.stderr[-3000:]}")
+            runs[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    import torch
+
+    parts = ("one trace", "aot_autograd") if args.compare_capture else PARTS
+    print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, median of {args.repeats} fresh processes")
+    print("| model | " + " | ".join(f"{p} s" for p in parts) + " |")
+    print("|---|" + "---|" * len(parts))
+    for m in models:
+        print(f"| {m} | " + " | ".join(f"{statistics.median(r[p] for r in runs[m]):.2f}" for p in parts) + " |")
+
+
+if __name__ == "__main__":
+    main()
