@@ -69,7 +69,9 @@ def _trace(gm: fx.GraphModule, example_inputs, decompositions) -> fx.GraphModule
     if any(free_symbols(t) for t in fakes):
         raise _NeedsAotAutograd("symbolic shapes")
     functional = FunctionalTensorMode(pre_dispatch=False, export=False, _allow_token_discovery=False)
-    with enable_python_dispatcher(), fake_mode, functional:
+    # The graph may switch grad mode (Dynamo records `with torch.enable_grad()` as calls): restored after,
+    # an error midway included.
+    with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode, functional:
         graph = make_fx(_functional_forward(gm), decomposition_table=decompositions)(*fakes)
     graph.graph.eliminate_dead_code()
     graph.recompile()

@@ -101,6 +101,32 @@ def test_model_captured_in_one_trace_matches_eager(caplog):
     assert_close(got, expected)
 
 
+class InPlaceAndGradMode(torch.nn.Module):
+    """In-place ops on intermediates and a grad-mode switch inside the graph: one trace takes both."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        y.mul_(2)
+        with torch.enable_grad():
+            z = torch.relu_(y * 3)
+        return z, y.sum()
+
+
+def test_intermediate_mutation_and_grad_switch_captured_in_one_trace():
+    model, x = InPlaceAndGradMode().eval(), torch.randn(2, 4)
+    gm, example_inputs = _dynamo_graph(model, x)
+    with torch.no_grad():
+        assert _capture(gm, example_inputs) is not None
+        assert not torch.is_grad_enabled()  # the graph's enable_grad ended with the capture
+        got = torch.compile(model, backend=kiln_backend)(x)
+        expected = model(x)
+    assert_close(list(got), list(expected))
+
+
 class Counter(torch.nn.Module):
     """Updates a buffer in place on every call, as a training-mode batch norm does its statistics."""
 
