@@ -85,8 +85,9 @@ def compare_capture(name: str, device: str, aot_first: bool) -> dict:
 
     def one_trace(gm, example_inputs):
         start = time.perf_counter()
-        if capture_inference_graph(gm, example_inputs, table) is None:
-            raise RuntimeError(f"{name}: kiln.aten_capture declined the graph")
+        graph, why = capture_inference_graph(gm, example_inputs, table)
+        if graph is None:
+            raise RuntimeError(f"{name}: kiln.aten_capture declined the graph: {why}")
         seconds["one trace"] = time.perf_counter() - start
 
     def two_traces(gm, example_inputs):

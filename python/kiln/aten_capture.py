@@ -31,16 +31,19 @@ class _NeedsAotAutograd(Exception):
     """The traced graph does something only aot_autograd's two-pass capture handles."""
 
 
-def capture_inference_graph(gm: fx.GraphModule, example_inputs, decompositions) -> fx.GraphModule | None:
-    """The core ATen graph of `gm` for inference, inputs in Dynamo's order, or None (see above)."""
+def capture_inference_graph(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.GraphModule | None, str]:
+    """The core ATen graph of `gm` for inference, inputs in Dynamo's order, and "one trace"; or None and
+    why the graph needs aot_autograd (see above)."""
     reason = _unsupported(gm, example_inputs)
     if reason is None:
         try:
-            return _trace(gm, example_inputs, decompositions)
+            return _trace(gm, example_inputs, decompositions), "one trace"
+        except _NeedsAotAutograd as need:
+            reason = str(need)
         except Exception as error:  # noqa: BLE001 - aot_autograd then traces it (and reports a real error)
-            reason = f"{type(error).__name__}: {error}"
+            reason = f"{type(error).__name__} while tracing: {error}"
     log.debug("kiln: graph captured through aot_autograd: %s", reason)
-    return None
+    return None, reason
 
 
 def _unsupported(gm: fx.GraphModule, example_inputs) -> str | None:

@@ -79,10 +79,10 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
-    aten = capture_inference_graph(gm, example_inputs, dict(_decompositions()))
+    aten, why = capture_inference_graph(gm, example_inputs, dict(_decompositions()))
     if aten is not None:
-        return compiler(aten)
-    boxed = functools.partial(_boxed, compiler)
+        return compiler(aten, capture=why)
+    boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
     return aot_autograd(fw_compiler=boxed, decompositions=dict(_decompositions()))(gm, example_inputs)
 
 
@@ -102,8 +102,9 @@ def _boxed(compiler, gm: torch.fx.GraphModule, example_inputs):
     return make_boxed_func(compiler(gm))
 
 
-def _compile_aten(gm: torch.fx.GraphModule, *, weight_flags, device, options, reports, weight_refs):
-    """A core ATen graph, inputs in Dynamo's order, to the function that runs it."""
+def _compile_aten(gm: torch.fx.GraphModule, *, weight_flags, device, options, reports, weight_refs, capture):
+    """A core ATen graph, inputs in Dynamo's order, to the function that runs it; `capture` says how the
+    graph was captured, for the report."""
     from kiln.compile_fx import compile_fx_graph
     from kiln.direct_call import direct_call
 
@@ -116,6 +117,7 @@ def _compile_aten(gm: torch.fx.GraphModule, *, weight_flags, device, options, re
         if t is not None and not isinstance(t, torch._subclasses.FakeTensor):
             weight_tensors[n.name], weight_names[n.name] = t, ref[1]
     compiled, report = compile_fx_graph(gm, weights, device, options, weight_tensors, weight_names)
+    report.capture = capture
     del weight_tensors
     if reports is not None:
         reports.append(report)

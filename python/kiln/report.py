@@ -14,6 +14,9 @@ class GraphReport:
     compile_seconds: float
     region_modules: list = dataclasses.field(default_factory=list, repr=False)  # the KilnRegion modules
     memory: object = dataclasses.field(default=None, repr=False)  # memory_trace.MemoryTrace of this compile
+    # How Dynamo's graph became ATen: "one trace" (kiln.aten_capture) or "aot_autograd (why)"; empty for
+    # kiln.compile's torch.export graphs
+    capture: str = ""
 
     @property
     def lowered(self):
@@ -27,6 +30,7 @@ class GraphReport:
         lines = [
             f"kiln graph: {len(self.lowered)} ATen nodes lowered, {len(self.fallbacks)} fell back, "
             f"{len(self.regions)} region(s), compiled in {self.compile_seconds * 1000:.0f} ms"
+            + (f"; captured by {self.capture}" if self.capture else "")
         ]
         for name, counts, arena in self.regions:
             ops = ", ".join(f"{op}×{n}" for op, n in sorted(counts.items()))

@@ -2,12 +2,9 @@
 graphs that mutate inputs, return aliases or have symbolic shapes go through aot_autograd and still
 behave as in eager."""
 
-import functools
-import logging
-
 import torch
 
-from conftest import assert_close
+from conftest import assert_close, compile_and_report
 from kiln.aten_capture import capture_inference_graph
 from kiln.dynamo_backend import _decompositions, kiln_backend
 
@@ -80,6 +77,7 @@ def _signature(gm):
 
 
 def _capture(gm, example_inputs):
+    """(the captured graph or None, "one trace" or why not)."""
     with torch.no_grad():
         return capture_inference_graph(gm, example_inputs, dict(_decompositions()))
 
@@ -87,17 +85,18 @@ def _capture(gm, example_inputs):
 def test_one_trace_gives_aot_autograds_graph():
     model = Block().eval()
     gm, example_inputs = _dynamo_graph(model, torch.randn(2, 5, 16), torch.randn(1, 2, 6, 6))
-    captured = _capture(gm, example_inputs)
-    assert captured is not None
+    captured, how = _capture(gm, example_inputs)
+    assert how == "one trace"
     assert _signature(captured) == _signature(_aot_graph(gm, example_inputs))
 
 
-def test_model_captured_in_one_trace_matches_eager(caplog):
+def test_model_captured_in_one_trace_matches_eager_and_the_report_says_so():
     model, x, image = Block().eval(), torch.randn(2, 5, 16), torch.randn(1, 2, 6, 6)
-    with caplog.at_level(logging.DEBUG, logger="kiln"), torch.no_grad():
-        got = torch.compile(model, backend=kiln_backend)(x, image)
+    got, report = compile_and_report(model, x, image)
+    with torch.no_grad():
         expected = model(x, image)
-    assert not [r for r in caplog.records if "aot_autograd" in r.getMessage()]
+    assert [g.capture for g in report.graphs] == ["one trace"]
+    assert "captured by one trace" in str(report)
     assert_close(got, expected)
 
 
@@ -120,7 +119,7 @@ def test_intermediate_mutation_and_grad_switch_captured_in_one_trace():
     model, x = InPlaceAndGradMode().eval(), torch.randn(2, 4)
     gm, example_inputs = _dynamo_graph(model, x)
     with torch.no_grad():
-        assert _capture(gm, example_inputs) is not None
+        assert _capture(gm, example_inputs)[1] == "one trace"
         assert not torch.is_grad_enabled()  # the graph's enable_grad ended with the capture
         got = torch.compile(model, backend=kiln_backend)(x)
         expected = model(x)
@@ -139,15 +138,17 @@ class Counter(torch.nn.Module):
         return x * self.calls
 
 
-def test_input_mutation_goes_through_aot_autograd_and_updates_the_buffer(caplog):
+def test_input_mutation_goes_through_aot_autograd_and_updates_the_buffer():
     model, reference, x = Counter(), Counter(), torch.randn(3)
-    assert _capture(*_dynamo_graph(Counter(), x)) is None
+    assert _capture(*_dynamo_graph(Counter(), x)) == (None, "the graph mutates an input")
+    got, report = compile_and_report(model, x)
+    assert [g.capture for g in report.graphs] == ["aot_autograd (the graph mutates an input)"]
+    assert_close(got, reference(x))
     compiled = torch.compile(model, backend=kiln_backend)
-    with caplog.at_level(logging.DEBUG, logger="kiln"), torch.no_grad():
-        for _ in range(3):
+    with torch.no_grad():
+        for _ in range(2):
             assert_close(compiled(x), reference(x))
     assert model.calls.item() == 3
-    assert any("mutates an input" in r.getMessage() for r in caplog.records)
 
 
 def test_output_aliasing_an_input_goes_through_aot_autograd_and_stays_a_view():
@@ -155,7 +156,7 @@ def test_output_aliasing_an_input_goes_through_aot_autograd_and_stays_a_view():
         return x.view(-1), x * 2
 
     x = torch.randn(2, 3)
-    assert _capture(*_dynamo_graph(fn, x)) is None
+    assert _capture(*_dynamo_graph(fn, x)) == (None, "an output aliases an input or another output")
     with torch.no_grad():
         flat, doubled = torch.compile(fn, backend=kiln_backend)(x)
     assert flat.data_ptr() == x.data_ptr() and flat.shape == (6,)
@@ -168,22 +169,20 @@ def test_outputs_aliasing_each_other_go_through_aot_autograd():
         return y, y.view(-1)
 
     x = torch.randn(2, 3)
-    assert _capture(*_dynamo_graph(fn, x)) is None
+    assert _capture(*_dynamo_graph(fn, x)) == (None, "an output aliases an input or another output")
     with torch.no_grad():
         got = torch.compile(fn, backend=kiln_backend)(x)
     assert_close(list(got), list(fn(x)))
 
 
-def test_symbolic_shapes_go_through_aot_autograd(caplog):
+def test_symbolic_shapes_go_through_aot_autograd():
     def fn(x):
         return torch.relu(x) + 1
 
+    # Dynamo passes the symbolic sizes as inputs too: they are not plain tensors.
     gm, example_inputs = _dynamo_graph(fn, torch.randn(4, 3), dynamic=True)
-    with caplog.at_level(logging.DEBUG, logger="kiln"):
-        # Dynamo passes the symbolic sizes as inputs too: they are not plain tensors.
-        assert _capture(gm, example_inputs) is None
-    assert any("aot_autograd" in r.getMessage() for r in caplog.records)
-    compiled = torch.compile(fn, backend=functools.partial(kiln_backend), dynamic=True)
+    assert _capture(gm, example_inputs) == (None, "an input is not a plain tensor")
+    compiled = torch.compile(fn, backend=kiln_backend, dynamic=True)
     with torch.no_grad():
         for rows in (4, 7):
             x = torch.randn(rows, 3)
