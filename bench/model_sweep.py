@@ -4,7 +4,7 @@ issue 7 names (ViT, DeiT, ConvNeXt, EfficientNet, RegNet, Swin, MobileNetV3:
 their variants with RoPE, registers, RMSNorm, GRN, group norm, CondConv,
 EvoNorm); or 14 transformers architectures beyond the zoo's (small configs).
 One JSON line per model: the difference from eager, the output's scale, what
-fell back. For docs/models.md.
+fell back, how its graphs were captured. For docs/models.md.
 
     python bench/model_sweep.py torchvision|timm|transformers [--device cpu] [--dtype f32|f16|bf16]
                                 [--skip a,b] [--out f.jsonl]
@@ -138,7 +138,8 @@ def sweep_one(source: str, name: str, device: str, dtype: torch.dtype = torch.fl
                 fallbacks.setdefault(d.target, d.reason)
         return {"name": name, "dtype": str(dtype).removeprefix("torch."),
                 "diff": (got.float() - want.float()).abs().max().item(), "scale": want.float().abs().max().item(),
-                "fallbacks": fallbacks, "seconds": round(seconds, 1)}
+                "fallbacks": fallbacks, "seconds": round(seconds, 1),
+                "captures": sorted({report.capture for report in reports})}
     except Exception as e:  # noqa: BLE001 - one model's failure is a result, not the end of the sweep
         return {"name": name, "error": f"{type(e).__name__}: {str(e)[:300]}"}
 
