@@ -34,7 +34,7 @@ class ZooResult:
     max_diff: float
     allowed: float
     fallbacks: dict  # ATen overload -> reason (first seen)
-    compile_seconds: float  # the first compiled call: Dynamo, AOT and kiln
+    compile_seconds: float  # the first compiled call: Dynamo, the ATen capture and kiln
     kiln_seconds: float  # kiln's part of it (partition, import, compile)
     graphs: int
 
