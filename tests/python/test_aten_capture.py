@@ -2,6 +2,8 @@
 graphs that mutate inputs, return aliases or have symbolic shapes go through aot_autograd and still
 behave as in eager."""
 
+import functools
+
 import torch
 
 from conftest import assert_close, compile_and_report
@@ -187,3 +189,14 @@ def test_symbolic_shapes_go_through_aot_autograd():
         for rows in (4, 7):
             x = torch.randn(rows, 3)
             assert_close(compiled(x), fn(x))
+
+
+def test_inference_mode_and_half_precision_take_the_one_trace():
+    model, x, image = Block().eval().to(torch.bfloat16), torch.randn(2, 5, 16), torch.randn(1, 2, 6, 6)
+    x, image = x.to(torch.bfloat16), image.to(torch.bfloat16)
+    reports = []
+    compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+    with torch.inference_mode():
+        got, expected = compiled(x, image), model(x, image)
+    assert [g.capture for g in reports] == ["one trace"]
+    assert_close(list(got), list(expected))
