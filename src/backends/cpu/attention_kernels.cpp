@@ -103,18 +103,25 @@ class AttentionKernel final : public CpuKernel {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c) buf[static_cast<size_t>(r * cols + c)] = to_compute(src[r * rs + c * cs]);
     };
+    // A chunk's working memory, reused by the entries it runs: K, V and a Q block in C (f16/bf16 only), the
+    // block's scores, the weighted sums of V and each row's 1 / sum.
+    struct Scratch {
+      std::vector<C> k, v, q, scores, acc, inv;
+    };
     // One batch entry (a head) with a chunk's own scratch. Entries are split over the pool, so the GEMMs and
     // row loops inside one run inline on their thread; a single entry uses the pool inside instead.
-    auto attend = [&](int64_t b, std::vector<C>& kbuf, std::vector<C>& vbuf, std::vector<C>& qbuf,
-                      std::vector<C>& scores, std::vector<C>& acc, std::vector<C>& inv) {
+    auto attend = [&](int64_t b, Scratch& work) {
+      std::vector<C>& scores = work.scores;
+      std::vector<C>& acc = work.acc;
+      std::vector<C>& inv = work.inv;
       const auto& o = offsets[static_cast<size_t>(b)];
       // K^T as an [E, S] matrix and V as [S, Ev].
       MatrixRef kt{pk + o[1], ks_e, ks_s}, vm{pv + o[2], vs_s, vs_e};
       if constexpr (!kDirect) {
-        to_compute_block(kbuf, pk + o[1], S, E, ks_s, ks_e);
-        to_compute_block(vbuf, pv + o[2], S, Ev, vs_s, vs_e);
-        kt = {kbuf.data(), 1, E};
-        vm = {vbuf.data(), Ev, 1};
+        to_compute_block(work.k, pk + o[1], S, E, ks_s, ks_e);
+        to_compute_block(work.v, pv + o[2], S, Ev, vs_s, vs_e);
+        kt = {work.k.data(), 1, E};
+        vm = {work.v.data(), Ev, 1};
       }
       for (int64_t i0 = 0; i0 < L; i0 += kRowBlock) {
         const int64_t rows = std::min(kRowBlock, L - i0);
@@ -122,8 +129,8 @@ class AttentionKernel final : public CpuKernel {
         const int64_t cols = causal_ ? std::min(S, i0 + rows) : S;
         MatrixRef qm{pq + o[0] + i0 * qs_l, qs_l, qs_e};
         if constexpr (!kDirect) {
-          to_compute_block(qbuf, pq + o[0] + i0 * qs_l, rows, E, qs_l, qs_e);
-          qm = {qbuf.data(), E, 1};
+          to_compute_block(work.q, pq + o[0] + i0 * qs_l, rows, E, qs_l, qs_e);
+          qm = {work.q.data(), E, 1};
         }
         scores.resize(static_cast<size_t>(rows * cols));
         inv.resize(static_cast<size_t>(rows));
@@ -169,8 +176,8 @@ class AttentionKernel final : public CpuKernel {
       }
     };
     ctx.pool.parallel_for(num_batches, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<C> kbuf, vbuf, qbuf, scores, acc, inv;
-      for (int64_t b = b0; b < b1; ++b) attend(b, kbuf, vbuf, qbuf, scores, acc, inv);
+      Scratch work;
+      for (int64_t b = b0; b < b1; ++b) attend(b, work);
     });
   }
 
