@@ -23,6 +23,7 @@ the repeats of each part, models interleaved across repeats so that a host's dri
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -41,19 +42,22 @@ def _dynamo_times() -> dict:
 
 
 def one(name: str, device: str) -> dict:
-    """The first call of `name` compiled by kiln, split into PARTS (seconds)."""
+    """The first call of `name` compiled by kiln, split into PARTS (seconds), and how its graphs were
+    captured."""
     import torch
 
     import kiln
+    from kiln.dynamo_backend import kiln_backend
     from run_one import kiln_stage_seconds
 
     model, inputs = _build(name, device)
+    reports = []
     with torch.no_grad():
         _warm_up(device)
         kiln.memory_report(clear=True)
         before = _dynamo_times()
         start = time.perf_counter()
-        torch.compile(model, backend="kiln")(*inputs)
+        torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))(*inputs)
         if device == "cuda":
             torch.cuda.synchronize()
         total = time.perf_counter() - start
@@ -68,6 +72,7 @@ def one(name: str, device: str) -> dict:
     parts = {"first call": total, "dynamo": spent("bytecode_tracing"), "capture": backend - kiln_s, "kiln": kiln_s,
              "guards": spent("build_guards"), "first run": sum(stages.get(s, 0.0) for s in ("fold", "first run"))}
     parts["rest"] = total - sum(parts[p] for p in PARTS[1:6])
+    parts["captured by"] = ", ".join(sorted({report.capture for report in reports}))
     return parts
 
 
@@ -162,10 +167,12 @@ def main() -> None:
 
     parts = ("one trace", "aot_autograd") if args.compare_capture else PARTS
     print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, median of {args.repeats} fresh processes")
-    print("| model | " + " | ".join(f"{p} s" for p in parts) + " |")
-    print("|---|" + "---|" * len(parts))
+    captures = "" if args.compare_capture else " captured by |"
+    print("| model | " + " | ".join(f"{p} s" for p in parts) + " |" + captures)
+    print("|---|" + "---|" * (len(parts) + bool(captures)))
     for m in models:
-        print(f"| {m} | " + " | ".join(f"{statistics.median(r[p] for r in runs[m]):.2f}" for p in parts) + " |")
+        how = "" if args.compare_capture else f" {', '.join(sorted({r['captured by'] for r in runs[m]}))} |"
+        print(f"| {m} | " + " | ".join(f"{statistics.median(r[p] for r in runs[m]):.2f}" for p in parts) + " |" + how)
 
 
 if __name__ == "__main__":
