@@ -7,7 +7,8 @@ with Dynamo's own timers (torch._dynamo.utils.compile_times) and kiln's stages (
     kiln       kiln's compile: import, plan, lower (NVRTC on CUDA)
     guards     Dynamo's guards
     first run  the compiled model's first run: kiln's folds, then the run itself
-    rest       the remainder of the first call (Dynamo's graph and bytecode building)
+    rest       the remainder of the first call (Dynamo's graph and bytecode building; on CUDA also
+               the wait for the device after the first run, whose stage ends when its launches return)
 
     python bench/compile_time.py [--models resnet50,vit_b_16,bert,gpt2] [--device cpu] [--repeats 3]
                                  [--compare-capture]
