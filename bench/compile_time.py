@@ -47,15 +47,14 @@ def one(name: str, device: str) -> dict:
     captured."""
     import torch
 
-    import kiln
     from kiln.dynamo_backend import kiln_backend
+    from kiln.memory_probe import warm_up
     from run_one import kiln_stage_seconds
 
     model, inputs = _build(name, device)
     reports = []
     with torch.no_grad():
-        _warm_up(device)
-        kiln.memory_report(clear=True)
+        warm_up(torch.device(device), _dtype(device))
         before = _dynamo_times()
         start = time.perf_counter()
         torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))(*inputs)
@@ -84,6 +83,7 @@ def compare_capture(name: str, device: str, aot_first: bool) -> dict:
 
     from kiln.aten_capture import capture_inference_graph
     from kiln.dynamo_backend import _decompositions
+    from kiln.memory_probe import warm_up
 
     model, inputs = _build(name, device)
     table = dict(_decompositions())
@@ -107,7 +107,7 @@ def compare_capture(name: str, device: str, aot_first: bool) -> dict:
         return gm.forward
 
     with torch.no_grad():
-        _warm_up(device)
+        warm_up(torch.device(device), _dtype(device))
         torch.compile(model, backend=backend)(*inputs)
     return seconds
 
@@ -128,15 +128,6 @@ def _build(name: str, device: str):
     if name in ("bert", "gpt2"):
         return hf_model(name, 1, device=device, dtype=dtype)
     return torchvision_model(name, 1, device=device, dtype=dtype)
-
-
-def _warm_up(device: str) -> None:
-    """A tiny model through kiln, so that what torch and kiln load on first use is loaded."""
-    import torch
-
-    dtype = _dtype(device)
-    tiny = torch.nn.Linear(4, 4).to(device, dtype)
-    torch.compile(tiny, backend="kiln")(torch.randn(2, 4, device=device, dtype=dtype))
 
 
 def main() -> None:

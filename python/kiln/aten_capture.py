@@ -100,13 +100,12 @@ def _functional_forward(gm: fx.GraphModule):
         if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, FunctionalTensor) for o in outputs):
             raise _NeedsAotAutograd("an output is not a tensor")
         storages = [StorageWeakRef(t.untyped_storage()) for t in wrapped]
+        unwrapped = []
         for o in outputs:
             storage = StorageWeakRef(o.untyped_storage())
             if storage in storages:
                 raise _NeedsAotAutograd("an output aliases an input or another output")
             storages.append(storage)
-        unwrapped = []
-        for o in outputs:
             torch._sync(o)
             unwrapped.append(torch._from_functional_tensor(o.elem))
         return unwrapped

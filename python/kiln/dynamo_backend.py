@@ -79,11 +79,12 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
-    aten, why = capture_inference_graph(gm, example_inputs, dict(_decompositions()))
+    table = dict(_decompositions())
+    aten, why = capture_inference_graph(gm, example_inputs, table)
     if aten is not None:
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
-    return aot_autograd(fw_compiler=boxed, decompositions=dict(_decompositions()))(gm, example_inputs)
+    return aot_autograd(fw_compiler=boxed, decompositions=table)(gm, example_inputs)
 
 
 @functools.lru_cache(maxsize=1)

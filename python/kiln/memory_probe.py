@@ -118,7 +118,7 @@ def build_model(layers: int, width: int, dtype: torch.dtype, device: torch.devic
     return model.eval()
 
 
-def _warm_up(device: torch.device, dtype: torch.dtype, precision: str) -> None:
+def warm_up(device: torch.device, dtype: torch.dtype, precision: str = "keep") -> None:
     """Compiles a tiny model once, so that what torch and kiln load on first use (Dynamo, aot_autograd,
     their caches) is in the baseline and not counted as the compile's cost."""
     import kiln
@@ -140,7 +140,7 @@ def run_probe(layers: int = 24, width: int = 8192, device: str = "cpu", dtype: s
     with torch.no_grad():
         expected = model(x)
         eager_ms = _median_ms(model, x, dev, iters)  # measured before compile: donation ends eager runs
-        _warm_up(dev, _DTYPES[dtype], precision)
+        warm_up(dev, _DTYPES[dtype], precision)
     gc.collect()
     _sync(dev)
     if dev.type == "cuda":
