@@ -84,6 +84,31 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
       const int k = (v * 32 + lane) * V;
       if (k < n) load_items<T, V>(in + base[0] + k, x[v]);
     }
+    // Typed 16-byte weight and bias vectors of rows up to 4 vectors a lane are loaded with the row, kept
+    // as raw vectors (4 registers each), so one memory round trip serves the whole row instead of a
+    // second one after the two reductions.
+    constexpr bool kPrefetch = kLayerNorm && V > 1 && kAccesses <= 4;
+    const bool prefetched = kPrefetch && typed_params;
+    uint4 w_raw[kPrefetch ? kAccesses : 1], b_raw[kPrefetch ? kAccesses : 1];
+    if (prefetched) {
+#pragma unroll
+      for (int v = 0; v < kAccesses; ++v) {
+        const int k = (v * 32 + lane) * V;
+        if (k >= n) continue;
+        if (a.weight) w_raw[v] = *reinterpret_cast<const uint4*>(static_cast<const T*>(a.weight) + k);
+        if (a.bias) b_raw[v] = *reinterpret_cast<const uint4*>(static_cast<const T*>(a.bias) + k);
+      }
+    }
+    // The weight (or bias) at accesses v, as float.
+    auto param = [&](const void* p, const uint4 (&raw)[kPrefetch ? kAccesses : 1], int v, int k, float (&w)[V]) {
+      if constexpr (kPrefetch) {
+        if (prefetched) {
+          unpack<T>(raw[v], w);
+          return;
+        }
+      }
+      load_param<T, V>(p, a.param_dtype, typed_params, k, w);
+    };
     if constexpr (kLayerNorm) {
       float sum = 0;
 #pragma unroll
@@ -108,12 +133,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
 #pragma unroll
         for (int j = 0; j < V; ++j) y[j] = (x[v][j] - mean) * rstd;
         if (a.weight) {
-          load_param<T, V>(a.weight, a.param_dtype, typed_params, k, w);
+          param(a.weight, w_raw, v, k, w);
 #pragma unroll
           for (int j = 0; j < V; ++j) y[j] *= w[j];
         }
         if (a.bias) {
-          load_param<T, V>(a.bias, a.param_dtype, typed_params, k, w);
+          param(a.bias, b_raw, v, k, w);
 #pragma unroll
           for (int j = 0; j < V; ++j) y[j] += w[j];
         }

@@ -50,15 +50,20 @@ KILN_D Bits<T> to_bits(T v) {
   else return __float_as_uint(v);
 }
 
-// x[j] = p[j] for j < kPack<T>; p is 16-byte aligned.
+// x[j] = element j of a 16-byte vector of T, for j < kPack<T>.
 template <typename T>
-KILN_D void load_pack(const T* p, float (&x)[kPack<T>]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+KILN_D void unpack(uint4 raw, float (&x)[kPack<T>]) {
   const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
   constexpr int per_word = kPack<T> / 4;
 #pragma unroll
   for (int j = 0; j < kPack<T>; ++j)
     x[j] = to_float(from_bits<T>(static_cast<Bits<T>>(w[j / per_word] >> (32 / per_word * (j % per_word)))));
+}
+
+// x[j] = p[j] for j < kPack<T>; p is 16-byte aligned.
+template <typename T>
+KILN_D void load_pack(const T* p, float (&x)[kPack<T>]) {
+  unpack<T>(*reinterpret_cast<const uint4*>(p), x);
 }
 
 // p[j] = y[j] rounded to T, for j < kPack<T>; p is 16-byte aligned.
