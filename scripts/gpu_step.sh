@@ -11,6 +11,8 @@
 #                                           # number precision, memory probes): a session's first call
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
 #   bash scripts/gpu_step.sh quick W,W...    # bench/run.py, kiln and reduce-overhead only (a check of a change)
+#                                           # (bench steps: env PROCESSES=N times each row in N fresh processes;
+#                                           # a row of reduce-overhead takes about 28 s a process, kiln 15)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
@@ -41,7 +43,7 @@ bench() {
   local merges=() f
   for f in "$ROOT"/bench/results/*.jsonl; do [ -f "$f" ] && merges+=(--merge "$f"); done
   cd "$ROOT/bench" && python3 run.py --workloads "$1" --backends "${2:-eager,inductor,reduce-overhead,kiln}" \
-    "${merges[@]}" --json "$OUT/bench.jsonl" --out "$OUT/bench.md" > "$OUT/bench_$step.log" 2>&1
+    --processes "${PROCESSES:-1}" "${merges[@]}" --json "$OUT/bench.jsonl" --out "$OUT/bench.md" > "$OUT/bench_$step.log" 2>&1
   echo "bench rc=$?"; tail -30 "$OUT/bench.md"
 }
 
