@@ -11,7 +11,11 @@ with Dynamo's own timers (torch._dynamo.utils.compile_times) and kiln's stages (
                the wait for the device after the first run, whose stage ends when its launches return)
 
     python bench/compile_time.py [--models resnet50,vit_b_16,bert,gpt2] [--device cpu] [--repeats 3]
-                                 [--compare-capture]
+                                 [--compare-capture] [--kernels N]
+
+--kernels N adds, per model, the N kernel kinds whose lowering and first launch took the most host
+time (Executable.step_timings: a cuDNN plan, a cuBLASLt heuristic, a generated kernel's wait for its
+CUBIN and its load), and the folds' compile and run seconds.
 
 --compare-capture times the capture alone, both ways, inside the same Dynamo backend call:
 kiln.aten_capture's one trace and aot_autograd's two (with a compiler that returns the graph), the
@@ -73,7 +77,34 @@ def one(name: str, device: str) -> dict:
              "guards": spent("build_guards"), "first run": sum(stages.get(s, 0.0) for s in ("fold", "first run"))}
     parts["rest"] = total - sum(parts[p] for p in PARTS[1:6])
     parts["captured by"] = ", ".join(sorted({report.capture for report in reports}))
+    kernels: dict = {}
+    for report in reports:
+        for kind, (count, lower_ms, first_run_ms) in report.kernel_timings().items():
+            row = kernels.setdefault(kind, [0, 0.0, 0.0])
+            row[0], row[1], row[2] = row[0] + count, row[1] + lower_ms, row[2] + first_run_ms
+    parts["kernels"] = kernels
+    folds = [r.folds for report in reports for r in report.region_modules if r.folds is not None]
+    parts["fold compile"] = sum(f.compile_s for f in folds)
+    parts["fold run"] = sum(f.run_s for f in folds)
     return parts
+
+
+def print_kernels(name: str, runs: list[dict], top: int) -> None:
+    """The kernel kinds of `name` that took the most host time lowering and first launching, median over the
+    processes, and the folds' compile and run seconds."""
+    kinds = {kind for r in runs for kind in r["kernels"]}
+
+    def median(kind, column):
+        return statistics.median(r["kernels"].get(kind, [0, 0.0, 0.0])[column] for r in runs)
+
+    rows = sorted(kinds, key=lambda k: -(median(k, 1) + median(k, 2)))[:top]
+    fold_compile = statistics.median(r["fold compile"] for r in runs)
+    fold_run = statistics.median(r["fold run"] for r in runs)
+    print(f"\n{name}: folds compile {fold_compile:.3f} s, run {fold_run:.3f} s (first run, host)")
+    print("| kernel | count | lower ms | first launch ms |")
+    print("|---|---|---|---|")
+    for kind in rows:
+        print(f"| {kind} | {median(kind, 0):.0f} | {median(kind, 1):.1f} | {median(kind, 2):.1f} |")
 
 
 def compare_capture(name: str, device: str, aot_first: bool) -> dict:
@@ -136,6 +167,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--compare-capture", action="store_true")
+    parser.add_argument("--kernels", type=int, default=0, metavar="N",
+                        help="also list each model's N kernel kinds that took the most host time to lower and "
+                             "first launch, and its folds' compile and run time")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model, JSON on stdout
     parser.add_argument("--aot-first", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -165,6 +199,9 @@ def main() -> None:
     for m in models:
         how = "" if args.compare_capture else f" {', '.join(sorted({r['captured by'] for r in runs[m]}))} |"
         print(f"| {m} | " + " | ".join(f"{statistics.median(r[p] for r in runs[m]):.2f}" for p in parts) + " |" + how)
+    if args.kernels and not args.compare_capture:
+        for m in models:
+            print_kernels(m, runs[m], args.kernels)
 
 
 if __name__ == "__main__":

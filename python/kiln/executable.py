@@ -63,6 +63,11 @@ class Executable:
     def describe(self) -> str:
         return self._native.describe()
 
+    def step_timings(self) -> list[tuple[str, str, float, float]]:
+        """(node, kernel, lower_ms, first_run_ms) per kernel: the host time of lowering it and of its launch
+        in the first call (where a generated CUDA kernel waits for its CUBIN and loads it); -1 before that."""
+        return self._native.step_timings()
+
     def call_stats(self) -> dict:
         """calls, graph_captures, graph_updates, graph_replays, slot_calls and uncaptured_reason (CUDA graphs)."""
         return self._native.call_stats()

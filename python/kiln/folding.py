@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import time
 
 import torch
 
@@ -163,6 +164,12 @@ class RegionFolds:
         getter = operator.itemgetter(*self.source_args) if self.source_args else (lambda args: ())
         self._sources_of = getter if len(self.source_args) != 1 else (lambda args: (getter(args),))
         self.last_snapshot: list | None = None
+        # Host time of the last refresh that folded anything (the first call's, unless weights changed since):
+        # compiling the folds' executables, running them, and each fold kernel's step_timings()
+        # (bench/compile_time.py --kernels).
+        self.compile_s = 0.0
+        self.run_s = 0.0
+        self.step_timings: list[tuple[str, str, float, float]] = []
 
     @property
     def nbytes(self) -> int:
@@ -202,16 +209,23 @@ class RegionFolds:
             self.donor.begin([t for _, sources in stale for t in sources])
         # Every stale constant's executable first, then one fold at a time, each executable (and its
         # arena of intermediates) dropped as soon as its constant is written.
-        programs = []
+        programs, timings, run_s = [], [], 0.0
         try:
+            start = time.perf_counter()
             programs.extend(shared.compile(sources, device) for shared, sources in stale)
+            compile_s = time.perf_counter() - start
             for k, (shared, sources) in enumerate(stale):
+                start = time.perf_counter()
                 shared.fold(sources, device, programs[k])
+                run_s += time.perf_counter() - start
+                timings.extend(programs[k].step_timings())
                 programs[k] = None
                 if self.donor is not None:
                     self.donor.after_fold(sources)
         finally:
             programs.clear()  # on an error too: a traceback that keeps this frame keeps no executable
+        if stale:
+            self.compile_s, self.run_s, self.step_timings = compile_s, run_s, timings
         for fold, _ in work:
             if self.bound.get(fold.key) is not fold.shared.tensor:
                 exe.bind_weight(fold.key, fold.shared.tensor)

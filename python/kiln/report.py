@@ -26,6 +26,25 @@ class GraphReport:
     def fallbacks(self):
         return [d for d in self.decisions if not d.lowered]
 
+    def kernel_timings(self) -> dict[str, list]:
+        """Host milliseconds of this graph's compile by kernel kind: {kind: [count, lower_ms, first_run_ms]}
+        over its regions' kernels, and its folds' kernels as "fold: kind" (Executable.step_timings; a
+        first_run_ms of a kernel not run yet counts 0)."""
+        table: dict[str, list] = {}
+
+        def add(timings, prefix=""):
+            for _node, kind, lower_ms, first_run_ms in timings:
+                row = table.setdefault(prefix + kind, [0, 0.0, 0.0])
+                row[0] += 1
+                row[1] += lower_ms
+                row[2] += max(first_run_ms, 0.0)
+
+        for region in self.region_modules:
+            add(region.exe.step_timings())
+            if region.folds is not None:
+                add(region.folds.step_timings, "fold: ")
+        return table
+
     def __str__(self) -> str:
         lines = [
             f"kiln graph: {len(self.lowered)} ATen nodes lowered, {len(self.fallbacks)} fell back, "

@@ -151,6 +151,15 @@ void bind_executable(nb::module_& m) {
              return out;
            })
       .def("describe", &Executable::describe)
+      .def("step_timings",
+           [](const Executable& e) {
+             nb::list out;
+             for (const Executable::StepTiming& t : e.step_timings())
+               out.append(nb::make_tuple(t.node, t.kernel, t.lower_ms, t.first_run_ms));
+             return out;
+           },
+           "Per kernel (node, kernel, lower_ms, first_run_ms): host milliseconds lowering it and launching it in "
+           "the first call (-1 before it).")
       .def("call_stats",
            [](const Executable& e) {
              CallStats s = e.call_stats();

@@ -51,6 +51,10 @@ void check_tensor(const What& what, const TensorView& got, const TensorType& exp
   KILN_CHECK(got.data != nullptr || got.numel() == 0, what(), " has a null data pointer");
 }
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 
 Executable::Executable(std::unique_ptr<Graph> graph, Device device, ExecutableOptions options)
@@ -96,7 +100,9 @@ void Executable::build() {
     }
     Step step;
     step.node = node;
+    const auto lower_start = std::chrono::steady_clock::now();
     step.kernel = backend_->lower(*node);
+    step.lower_ms = ms_since(lower_start);
     for (const Value* v : node->inputs) {
       step.in.push_back(plan_.index.at(v));
       step.in_views.emplace_back(nullptr, v->type, device_);
@@ -242,10 +248,17 @@ void Executable::bind_pointers(std::span<const TensorView> inputs, std::span<con
 }
 
 void Executable::enqueue(std::span<const TensorView> outputs, Stream stream) {
+  const bool first = stats_.calls == 1;  // the first call times each launch (step_timings)
   for (Step& step : steps_) {
     for (size_t j = 0; j < step.in.size(); ++j) step.in_views[j].data = ptr_[step.in[j]];
     for (size_t j = 0; j < step.out.size(); ++j) step.out_views[j].data = ptr_[step.out[j]];
+    if (!first) {
+      step.kernel->run(step.in_views, step.out_views, stream);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
     step.kernel->run(step.in_views, step.out_views, stream);
+    step.first_run_ms = ms_since(start);
   }
   for (const OutputCopy& c : plan_.output_copies) {
     const Value* src = c.source;
@@ -383,6 +396,14 @@ std::vector<std::string> Executable::weight_keys() const {
   for (const Value* w : graph_->weights())
     if (std::find(keys.begin(), keys.end(), w->weight_key) == keys.end()) keys.push_back(w->weight_key);
   return keys;
+}
+
+std::vector<Executable::StepTiming> Executable::step_timings() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<StepTiming> out;
+  out.reserve(steps_.size());
+  for (const Step& s : steps_) out.push_back({s.node->name, s.kernel->describe(), s.lower_ms, s.first_run_ms});
+  return out;
 }
 
 std::string Executable::describe() const {

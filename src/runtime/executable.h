@@ -129,6 +129,14 @@ class Executable {
   CallStats call_stats() const;
   // The kernel list and the memory plan, as text.
   std::string describe() const;
+  // Where a compile's host time went, per kernel: lowering it (a cuDNN plan, a cuBLASLt heuristic, an NVRTC
+  // source handed to the compile pool) and its launch in the first call (where a generated kernel waits for
+  // its CUBIN and loads it). first_run_ms is negative before the first call.
+  struct StepTiming {
+    std::string node, kernel;
+    double lower_ms = 0, first_run_ms = -1;
+  };
+  std::vector<StepTiming> step_timings() const;
 
  private:
   struct Step {
@@ -136,6 +144,7 @@ class Executable {
     std::unique_ptr<BackendKernel> kernel;
     std::vector<size_t> in, out;  // plan.values indices
     std::vector<TensorView> in_views, out_views;  // types fixed at build; pointers set per call
+    double lower_ms = 0, first_run_ms = -1;  // host time (step_timings)
   };
   struct ViewStep {
     size_t value, source;

@@ -232,6 +232,9 @@ class _Counted:
                                    out.numel() * out.element_size()))
         self.exe.run(inputs, outputs)
 
+    def step_timings(self):
+        return self.exe.step_timings()
+
 
 def _wide_mlp(layers=4, width=64):
     torch.manual_seed(0)
@@ -359,3 +362,27 @@ def test_a_new_model_on_reused_storage_addresses_never_gets_an_old_constant():
         kept.append(reports)
         del model, compiled
         torch._dynamo.reset()
+
+
+def test_kernel_timings_cover_the_program_and_the_folds_of_the_last_refresh():
+    model, x = _conv_bn()
+    compiled, _, reports = _compile(model)
+    with torch.no_grad():
+        compiled(x)
+    table = reports[0].kernel_timings()
+    region = reports[0].region_modules[0]
+    steps = region.exe.step_timings()
+    assert sum(n for kind, (n, _, _) in table.items() if not kind.startswith("fold: ")) == len(steps)
+    assert table["cpu conv2d_fused"][0] + table.get("cpu conv2d", [0])[0] == 2
+    assert all(first_run_ms >= 0 for _, _, _, first_run_ms in steps)  # the first call launched every kernel
+    fold_kernels = sum(n for kind, (n, _, _) in table.items() if kind.startswith("fold: "))
+    assert fold_kernels == len(region.folds.step_timings) > 0
+    assert region.folds.compile_s > 0 and region.folds.run_s > 0
+    # A re-fold (the first convolution's two constants) replaces the timings with its own: they never pile up.
+    refolded = []
+    for _ in range(2):
+        with torch.no_grad():
+            model[1].running_var.mul_(2.0)
+            compiled(x)
+        refolded.append(len(region.folds.step_timings))
+    assert 0 < refolded[0] == refolded[1] < fold_kernels

@@ -2,7 +2,7 @@
 // end-to-end results against hand-computed values, weights bound by pointer,
 // outputs written into the caller's buffers on every call, output copies
 // (outputs that are inputs, weights, literals, views), views into the arena,
-// and the allocator being asked for the arena once.
+// the allocator being asked for the arena once, and the per-kernel compile timings.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,6 +69,31 @@ TEST(Executable, RunsEndToEnd) {
   EXPECT_NE(text.find("3 kernels"), std::string::npos) << text;
   EXPECT_NE(text.find("= mul(%x, %w)  [cpu mul]"), std::string::npos) << text;
   EXPECT_NE(text.find("memory plan: arena"), std::string::npos) << text;
+}
+
+TEST(Executable, StepTimingsNameEachKernelAndTimeOnlyTheFirstCall) {
+  Executable exe(affine_relu_graph());
+  std::vector<Executable::StepTiming> before = exe.step_timings();
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_EQ(before[0].kernel, "cpu mul");
+  EXPECT_EQ(before[2].kernel, "cpu relu");
+  for (const auto& t : before) {
+    EXPECT_GE(t.lower_ms, 0.0) << t.node;
+    EXPECT_EQ(t.first_run_ms, -1.0) << t.node;  // not launched yet
+  }
+  std::vector<float> w = {1, -2, 0.5f}, x(6, 1.0f), y(6, 0.0f), out(6);
+  exe.bind_weight("fc.weight", view_of(w, {3}));
+  TensorView ins[] = {view_of(x, {2, 3}), view_of(y, {2, 3})};
+  TensorView outs[] = {view_of(out, {2, 3})};
+  exe.run(ins, outs);
+  std::vector<Executable::StepTiming> first = exe.step_timings();
+  for (size_t k = 0; k < first.size(); ++k) {
+    EXPECT_GE(first[k].first_run_ms, 0.0) << first[k].node;
+    EXPECT_EQ(first[k].lower_ms, before[k].lower_ms);
+  }
+  exe.run(ins, outs);
+  for (size_t k = 0; k < first.size(); ++k)
+    EXPECT_EQ(exe.step_timings()[k].first_run_ms, first[k].first_run_ms) << "later calls are not timed";
 }
 
 TEST(Executable, InputErrorsNameTheInput) {
