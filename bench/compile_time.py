@@ -15,7 +15,7 @@ with Dynamo's own timers (torch._dynamo.utils.compile_times) and kiln's stages (
 
 --kernels N adds, per model, the N kernel kinds whose lowering and first launch took the most host
 time (Executable.step_timings: a cuDNN plan, a cuBLASLt heuristic, a generated kernel's wait for its
-CUBIN and its load), and the folds' compile and run seconds.
+CUBIN and its load), and the folds' compile, run and drop seconds.
 
 --compare-capture times the capture alone, both ways, inside the same Dynamo backend call:
 kiln.aten_capture's one trace and aot_autograd's two (with a compiler that returns the graph), the
@@ -86,12 +86,13 @@ def one(name: str, device: str) -> dict:
     folds = [r.folds for report in reports for r in report.region_modules if r.folds is not None]
     parts["fold compile"] = sum(f.compile_s for f in folds)
     parts["fold run"] = sum(f.run_s for f in folds)
+    parts["fold drop"] = sum(f.drop_s for f in folds)
     return parts
 
 
 def print_kernels(name: str, runs: list[dict], top: int) -> None:
     """The kernel kinds of `name` that took the most host time lowering and first launching, median over the
-    processes, and the folds' compile and run seconds."""
+    processes, and the folds' compile, run and drop (free and unload) seconds."""
     kinds = {kind for r in runs for kind in r["kernels"]}
 
     def median(kind, column):
@@ -100,7 +101,8 @@ def print_kernels(name: str, runs: list[dict], top: int) -> None:
     rows = sorted(kinds, key=lambda k: -(median(k, 1) + median(k, 2)))[:top]
     fold_compile = statistics.median(r["fold compile"] for r in runs)
     fold_run = statistics.median(r["fold run"] for r in runs)
-    print(f"\n{name}: folds compile {fold_compile:.3f} s, run {fold_run:.3f} s (first run, host)")
+    fold_drop = statistics.median(r["fold drop"] for r in runs)
+    print(f"\n{name}: folds compile {fold_compile:.3f} s, run {fold_run:.3f} s, drop {fold_drop:.3f} s (host)")
     print("| kernel | count | lower ms | first launch ms |")
     print("|---|---|---|---|")
     for kind in rows:
@@ -169,7 +171,7 @@ def main() -> None:
     parser.add_argument("--compare-capture", action="store_true")
     parser.add_argument("--kernels", type=int, default=0, metavar="N",
                         help="also list each model's N kernel kinds that took the most host time to lower and "
-                             "first launch, and its folds' compile and run time")
+                             "first launch, and its folds' compile, run and drop time")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model, JSON on stdout
     parser.add_argument("--aot-first", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -165,10 +165,11 @@ class RegionFolds:
         self._sources_of = getter if len(self.source_args) != 1 else (lambda args: (getter(args),))
         self.last_snapshot: list | None = None
         # Host time of the last refresh that folded anything (the first call's, unless weights changed since):
-        # compiling the folds' executables, running them, and each fold kernel's step_timings()
-        # (bench/compile_time.py --kernels).
+        # compiling the folds' executables, running them, dropping them (freeing arenas, unloading generated
+        # kernels), and each fold kernel's step_timings() (bench/compile_time.py --kernels).
         self.compile_s = 0.0
         self.run_s = 0.0
+        self.drop_s = 0.0
         self.step_timings: list[tuple[str, str, float, float]] = []
 
     @property
@@ -209,7 +210,7 @@ class RegionFolds:
             self.donor.begin([t for _, sources in stale for t in sources])
         # Every stale constant's executable first, then one fold at a time, each executable (and its
         # arena of intermediates) dropped as soon as its constant is written.
-        programs, timings, run_s = [], [], 0.0
+        programs, timings, run_s, drop_s = [], [], 0.0, 0.0
         try:
             start = time.perf_counter()
             programs.extend(shared.compile(sources, device) for shared, sources in stale)
@@ -219,13 +220,15 @@ class RegionFolds:
                 shared.fold(sources, device, programs[k])
                 run_s += time.perf_counter() - start
                 timings.extend(programs[k].step_timings())
+                start = time.perf_counter()
                 programs[k] = None
+                drop_s += time.perf_counter() - start
                 if self.donor is not None:
                     self.donor.after_fold(sources)
         finally:
             programs.clear()  # on an error too: a traceback that keeps this frame keeps no executable
         if stale:
-            self.compile_s, self.run_s, self.step_timings = compile_s, run_s, timings
+            self.compile_s, self.run_s, self.drop_s, self.step_timings = compile_s, run_s, drop_s, timings
         for fold, _ in work:
             if self.bound.get(fold.key) is not fold.shared.tensor:
                 exe.bind_weight(fold.key, fold.shared.tensor)

@@ -377,7 +377,7 @@ def test_kernel_timings_cover_the_program_and_the_folds_of_the_last_refresh():
     assert all(first_run_ms >= 0 for _, _, _, first_run_ms in steps)  # the first call launched every kernel
     fold_kernels = sum(n for kind, (n, _, _) in table.items() if kind.startswith("fold: "))
     assert fold_kernels == len(region.folds.step_timings) > 0
-    assert region.folds.compile_s > 0 and region.folds.run_s > 0
+    assert region.folds.compile_s > 0 and region.folds.run_s > 0 and region.folds.drop_s > 0
     # A re-fold (the first convolution's two constants) replaces the timings with its own: they never pile up.
     refolded = []
     for _ in range(2):
