@@ -4,7 +4,7 @@
 # machine is warm (it is released 30 s after a call; a cold start costs about
 # 4.5 minutes of the session's 30). A step builds kiln first (96 s, through
 # scripts/gpu_check.sh) unless a warm machine already has it installed.
-# Results go to $OUT; carry [".debs"] (see scripts/gpu_check.sh).
+# Results go to $OUT; carry [".debs"] (scripts/fetch_debs.sh makes it here; see scripts/gpu_check.sh).
 #
 #   bash scripts/gpu_step.sh check          # build, every C++ test, pytest -k cuda
 #   bash scripts/gpu_step.sh first          # check, then the short measurements (graph addresses,
