@@ -19,13 +19,9 @@ namespace {
 
 // Operands' strides over the output dims, and whether each reads linearly.
 std::vector<LoopOperand> loop_operands(std::span<const TensorView> inputs, const Dims& out_dims) {
-  std::vector<LoopOperand> ops(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    TensorType t = inputs[k].type();
-    ops[k].view = &inputs[k];
-    ops[k].strides = broadcast_strides(t, out_dims);
-    ops[k].linear = t.dims == out_dims && t.is_contiguous();
-  }
+  std::vector<LoopOperand> ops;
+  ops.reserve(inputs.size());
+  for (const TensorView& input : inputs) ops.push_back(loop_operand(input, out_dims));
   return ops;
 }
 
@@ -46,7 +42,7 @@ class ElementwiseKernel final : public CpuKernel {
       std::array<const C*, 3> ptrs{};
       for (int64_t b = begin; b < end; b += kElementwiseChunk) {
         int64_t n = std::min(kElementwiseChunk, end - b);
-        for (size_t k = 0; k < arity; ++k) ptrs[k] = load_chunk<C>(ops[k], out.dims, b, n, in_bufs[k].data());
+        for (size_t k = 0; k < arity; ++k) ptrs[k] = load_chunk<C>(ops[k], b, n, in_bufs[k].data());
         fn_(ptrs.data(), out_buf.data(), n);
         store_chunk<C>(out, b, n, out_buf.data());
       }

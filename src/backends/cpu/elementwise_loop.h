@@ -11,6 +11,7 @@
 
 #include "backends/cpu/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
+#include "ops/broadcast.h"
 #include "runtime/tensor_view.h"
 #include "support/thread_pool.h"
 
@@ -36,14 +37,50 @@ void parallel_range(ThreadPool& pool, int64_t n, Fn&& fn) {
   pool.parallel_for(n, kParallelThreshold / 2, fn);
 }
 
-// One operand as the loop reads it: its view, its strides over the output
-// dims (0 on broadcast axes) and whether it can be read linearly.
+// One operand as the loop reads it: its view, the output's index space as
+// this operand walks it (dims and its strides over them, 0 on broadcast
+// axes), and whether it can be read linearly. Adjacent axes that the operand
+// steps through as one are merged (coalesce_axes), so a per-channel scale
+// over a [C, K, 3, 3] weight is C runs of K*9 equal values instead of runs of
+// three; the output's flat index is the same either way.
 struct LoopOperand {
   const TensorView* view = nullptr;
-  Dims strides;             // broadcast_strides(view->type(), out_dims)
+  Dims dims;                // the output's dims, merged where this operand allows
+  Dims strides;             // this operand's strides over `dims`
   bool linear = false;      // same dims as the output and contiguous
   bool as_bool = false;     // read as 0/1 (nonzero is true): logical ops
 };
+
+// Merges each axis into the one outside it where the outer stride equals the
+// inner stride times the inner size (a broadcast run included: 0 == 0 * n), and
+// drops axes of size 1, which are never stepped along.
+inline void coalesce_axes(Dims& dims, Dims& strides) {
+  Dims merged_dims, merged_strides;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    if (!merged_dims.empty() && merged_strides.back() == strides[i] * dims[i]) {
+      merged_dims.back() *= dims[i];
+      merged_strides.back() = strides[i];
+      continue;
+    }
+    merged_dims.push_back(dims[i]);
+    merged_strides.push_back(strides[i]);
+  }
+  dims = std::move(merged_dims);
+  strides = std::move(merged_strides);
+}
+
+// `view` read over the output dims `out_dims` (which it broadcasts to).
+inline LoopOperand loop_operand(const TensorView& view, const Dims& out_dims) {
+  LoopOperand operand;
+  TensorType t = view.type();
+  operand.view = &view;
+  operand.dims = out_dims;
+  operand.strides = broadcast_strides(t, out_dims);
+  operand.linear = t.dims == out_dims && t.is_contiguous();
+  coalesce_axes(operand.dims, operand.strides);
+  return operand;
+}
 
 // Storage value -> compute value C (as 0/1 when as_bool).
 template <typename C, typename S>
@@ -57,7 +94,7 @@ inline C load_value(S v, bool as_bool) {
 // Returns a pointer into the operand's own data when no conversion is needed,
 // else fills and returns `buf` (n <= kElementwiseChunk).
 template <typename C>
-const C* load_chunk(const LoopOperand& operand, const Dims& out_dims, int64_t begin, int64_t n, C* buf) {
+const C* load_chunk(const LoopOperand& operand, int64_t begin, int64_t n, C* buf) {
   const TensorView& v = *operand.view;
   return dispatch_dtype(v.dtype, [&]<typename S>() -> const C* {
     const S* p = v.ptr<const S>();
@@ -69,7 +106,7 @@ const C* load_chunk(const LoopOperand& operand, const Dims& out_dims, int64_t be
       return buf;
     }
     int64_t j = 0;
-    for_each_offset<1>(out_dims, {&operand.strides}, begin, begin + n,
+    for_each_offset<1>(operand.dims, {&operand.strides}, begin, begin + n,
                        [&](const std::array<int64_t, 1>& o) { buf[j++] = load_value<C, S>(p[o[0]], operand.as_bool); });
     return buf;
   });

@@ -60,14 +60,10 @@ class FusedKernel final : public CpuKernel {
     const int64_t total = numel(dims);
     std::vector<TensorView> literal_views;
     for (const auto& [type, bytes] : literals_) literal_views.emplace_back(const_cast<uint8_t*>(bytes.data()), type);
-    std::vector<LoopOperand> operands(num_inputs_ + literals_.size());
-    for (size_t k = 0; k < operands.size(); ++k) {
-      const TensorView& v = k < num_inputs_ ? inputs[k] : literal_views[k - num_inputs_];
-      TensorType t = v.type();
-      operands[k].view = &v;
-      operands[k].strides = broadcast_strides(t, dims);
-      operands[k].linear = t.dims == dims && t.is_contiguous();
-    }
+    std::vector<LoopOperand> operands;
+    operands.reserve(num_inputs_ + literals_.size());
+    for (size_t k = 0; k < num_inputs_ + literals_.size(); ++k)
+      operands.push_back(loop_operand(k < num_inputs_ ? inputs[k] : literal_views[k - num_inputs_], dims));
     parallel_range(ctx.pool, total, [&](int64_t begin, int64_t end) {
       std::vector<C> storage(num_slots_ * static_cast<size_t>(kElementwiseChunk));
       std::vector<const C*> ptr(num_slots_);
@@ -75,7 +71,7 @@ class FusedKernel final : public CpuKernel {
       for (int64_t b = begin; b < end; b += kElementwiseChunk) {
         const int64_t n = std::min(kElementwiseChunk, end - b);
         for (size_t k = 0; k < operands.size(); ++k)
-          ptr[k] = load_chunk<C>(operands[k], dims, b, n, slot(storage, k));
+          ptr[k] = load_chunk<C>(operands[k], b, n, slot(storage, k));
         for (const Op& op : ops_) {
           C* out = slot(storage, static_cast<size_t>(op.out));
           if (op.fn != nullptr) {
