@@ -7,6 +7,10 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 DEBS=/tmp/kiln-debs
+if ! compgen -G "$ROOT/.debs/*.deb" > /dev/null; then
+  echo "gpu_check.sh: no .debs/*.deb here: run scripts/fetch_debs.sh on the development machine and carry [\".debs\"]" >&2
+  exit 2
+fi
 mkdir -p "$DEBS" && for f in "$ROOT"/.debs/*.deb; do dpkg -x "$f" "$DEBS"; done
 LIBDIR="$DEBS/usr/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
