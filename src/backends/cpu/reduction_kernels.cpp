@@ -3,7 +3,11 @@
 // means and variances accumulate in double (var in two passes); integer and
 // bool sums in int64. amax/amin propagate NaN; arg reductions pick the first
 // extreme and treat NaN as the extreme (like torch). Outputs are split over
-// the thread pool when the input is large.
+// the thread pool when the input is large. A sum or mean whose reduced axes
+// lie outside the kept ones adds whole rows into a block of accumulators,
+// in the same order per output.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <type_traits>
 
@@ -47,6 +51,12 @@ class ReduceKernel final : public CpuKernel {
     O* dst = outputs[0].ptr<O>();
     ReduceLayout layout = make_reduce_layout(in.dims, in.strides, axes_);
     int64_t n_out = numel(layout.kept_dims);
+    if constexpr (R == Reduce::sum || R == Reduce::mean) {
+      if (kept_inner(layout)) {
+        run_rows(src, dst, layout, n_out, in.numel(), ctx);
+        return;
+      }
+    }
     auto body = [&](int64_t begin, int64_t end) {
       std::vector<int64_t> scratch;
       int64_t j = begin;
@@ -64,6 +74,64 @@ class ReduceKernel final : public CpuKernel {
   }
 
  private:
+  // True when the input's innermost axis is kept and every reduced axis lies outside it (a sum over the
+  // batch, over [B, T, C]'s tokens): each output is then best reached by adding whole reduced rows.
+  static bool kept_inner(const ReduceLayout& l) {
+    return !l.kept_strides.empty() && l.kept_strides.back() == 1 && !l.red_strides.empty() &&
+           l.red_strides.back() > 1 && l.red_count > 1;
+  }
+
+  // sum and mean with the reduced axes outside the kept ones: for a block of outputs, each reduced row in
+  // row-major order is added into the block's accumulators, which run along contiguous input. Every output
+  // still adds its elements in visit_reduced's order, so the result is the one reduce_one gives.
+  void run_rows(const S* src, reduce_out_t<R, S>* dst, const ReduceLayout& l, int64_t n_out, int64_t total,
+                const CpuContext& ctx) const {
+    using O = reduce_out_t<R, S>;
+    using A = std::conditional_t<is_float_storage<S>, double, int64_t>;
+    constexpr int64_t kBlock = 2048;  // accumulators of one block stay in L1/L2
+    auto body = [&](int64_t begin, int64_t end) {
+      std::vector<A> acc(static_cast<size_t>(std::min(kBlock, end - begin)));
+      std::vector<int64_t> scratch, offsets;
+      // Runs of outputs whose input elements are adjacent: (first output, length, input offset).
+      std::vector<std::array<int64_t, 3>> runs;
+      for (int64_t b = begin; b < end; b += kBlock) {
+        const int64_t n = std::min(kBlock, end - b);
+        offsets.clear();
+        for_each_offset<1>(l.kept_dims, {&l.kept_strides}, b, b + n,
+                           [&](const std::array<int64_t, 1>& o) { offsets.push_back(o[0]); });
+        runs.clear();
+        for (int64_t i = 0; i < n; ++i) {
+          if (!runs.empty() && runs.back()[2] + runs.back()[1] == offsets[static_cast<size_t>(i)])
+            ++runs.back()[1];
+          else
+            runs.push_back({i, 1, offsets[static_cast<size_t>(i)]});
+        }
+        std::fill(acc.begin(), acc.begin() + n, A(0));
+        visit_reduced(l, 0, scratch, [&](int64_t row) {
+          for (const auto& [first, length, at] : runs) {
+            A* a = acc.data() + first;
+            const S* x = src + row + at;
+            for (int64_t j = 0; j < length; ++j) a[j] += static_cast<A>(to_compute<S>(x[j]));
+          }
+        });
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (R == Reduce::mean) {
+            dst[b + i] = from_compute<O, double>(static_cast<double>(acc[static_cast<size_t>(i)]) /
+                                                 static_cast<double>(l.red_count));
+          } else {
+            dst[b + i] = from_compute<O, A>(acc[static_cast<size_t>(i)]);
+          }
+        }
+      }
+    };
+    if (total <= kParallelThreshold || n_out <= 1) {
+      if (n_out > 0) body(0, n_out);
+    } else {
+      int64_t grain = std::max<int64_t>(1, kParallelThreshold / 2 / std::max<int64_t>(l.red_count, 1));
+      ctx.pool.parallel_for(n_out, grain, body);
+    }
+  }
+
   reduce_out_t<R, S> reduce_one(const S* src, int64_t base, const ReduceLayout& l,
                                 std::vector<int64_t>& scratch) const {
     using O = reduce_out_t<R, S>;

@@ -1,8 +1,10 @@
 // Reductions (sum, mean, amax, amin, var, argmax, argmin) against a naive
 // double reference that buckets input elements by output index: every dtype
 // each op claims, several axis sets (negative ones included), keepdim on and
-// off, strided inputs, a threaded size, NaN rules and inference errors.
+// off, strided inputs, a threaded size, NaN rules and inference errors; sums
+// over outer axes give exactly the sums over the same axes laid out innermost.
 #include <algorithm>
+#include <cstring>
 
 #include "math_test_util.h"
 
@@ -174,6 +176,51 @@ TEST(Reduction, ThreadedSizes) {
   }
   Attrs all;
   check_reduction("mean", x, all, {0, 1, 2}, {});
+}
+
+// The same values laid out with the reduced axes innermost: the reduction then walks each output's
+// elements in memory order, the other path of the kernel, in the same order per output.
+HostTensor reduced_axes_last(const HostTensor& x, const std::vector<int64_t>& perm) {
+  Dims dims;
+  for (int64_t p : perm) dims.push_back(x.type.dims[static_cast<size_t>(p)]);
+  HostTensor t = alloc_tensor(TensorType(x.type.dtype, dims));
+  for_each_index(x.type.dims, [&](const Dims& idx) {
+    Dims moved;
+    for (int64_t p : perm) moved.push_back(idx[static_cast<size_t>(p)]);
+    t.set(moved, x.at(idx));
+  });
+  return t;
+}
+
+TEST(Reduction, OuterAxesSumExactlyAsInnerAxes) {
+  std::mt19937 rng(15);
+  struct Case {
+    Dims shape;
+    std::vector<int64_t> axes, perm;  // perm: kept axes first, then the reduced ones
+  };
+  const std::vector<Case> cases = {
+      {{64, 3, 40, 40}, {0}, {1, 2, 3, 0}},  // over the batch, threaded (307200 elements)
+      {{4, 50, 96}, {1}, {0, 2, 1}},         // over [B, T, C]'s tokens
+      {{6, 5, 7, 9}, {0, 2}, {1, 3, 0, 2}},  // two reduced axes with a kept one between
+  };
+  for (const char* op : {"sum", "mean"})
+    for (DType d : {DType::f32, DType::f16, DType::i32})
+      for (const Case& c : cases) {
+        if (std::string(op) == "mean" && d == DType::i32) continue;
+        HostTensor x = random_tensor(d, c.shape, rng);
+        HostTensor xt = reduced_axes_last(x, c.perm);
+        std::vector<int64_t> inner;
+        for (size_t k = c.perm.size() - c.axes.size(); k < c.perm.size(); ++k) inner.push_back(static_cast<int64_t>(k));
+        Attrs outer_attrs, inner_attrs;
+        outer_attrs.set("dims", c.axes);
+        inner_attrs.set("dims", inner);
+        HostTensor outer = run_op(op, {&x}, outer_attrs)[0];
+        HostTensor last = run_op(op, {&xt}, inner_attrs)[0];
+        ASSERT_EQ(outer.type, last.type);
+        ASSERT_EQ(0, std::memcmp(outer.data(), last.data(), static_cast<size_t>(outer.type.storage_bytes())))
+            << op << " " << dtype_name(d) << " over [" << dims_to_string(c.axes) << "] of [" << dims_to_string(c.shape)
+            << "]";
+      }
 }
 
 TEST(Reduction, EmptyAndRankZero) {
