@@ -1,6 +1,7 @@
 // Strided copies and fills by element size (see data_copy.h). Axes are
 // coalesced first so that permuted-but-dense and contiguous layouts run as
-// few long rows; a fully contiguous pair becomes memcpy.
+// few long rows; a fully contiguous pair becomes memcpy, and rows contiguous
+// in both operands one memcpy each.
 #include "backends/cpu/data_copy.h"
 
 #include <cstring>
@@ -54,6 +55,27 @@ void coalesce(Dims& dims, Dims& a, Dims& b) {
 
 void copy_range(const Dims& dims, const void* src, const Dims& src_strides, void* dst, const Dims& dst_strides,
                 size_t elem_size, int64_t begin, int64_t end) {
+  if (begin >= end) return;
+  const size_t rank = dims.size();
+  // Rows contiguous in both (a permute that keeps the last axis, such as splitting attention heads):
+  // one memcpy a row, walking only the outer axes.
+  constexpr int64_t kMinRow = 16;
+  if (rank >= 2 && src_strides[rank - 1] == 1 && dst_strides[rank - 1] == 1 && dims[rank - 1] >= kMinRow) {
+    const int64_t row = dims[rank - 1];
+    const Dims outer(dims.begin(), dims.end() - 1);
+    const Dims outer_src(src_strides.begin(), src_strides.end() - 1), outer_dst(dst_strides.begin(), dst_strides.end() - 1);
+    const int64_t first = begin / row, last = (end - 1) / row;
+    const auto bytes = static_cast<int64_t>(elem_size);
+    const auto* s = static_cast<const uint8_t*>(src);
+    auto* d = static_cast<uint8_t*>(dst);
+    int64_t r = first;
+    for_each_offset<2>(outer, {&outer_src, &outer_dst}, first, last + 1, [&](const std::array<int64_t, 2>& o) {
+      const int64_t lo = r == first ? begin - r * row : 0, hi = r == last ? end - r * row : row;
+      std::memcpy(d + (o[1] + lo) * bytes, s + (o[0] + lo) * bytes, static_cast<size_t>((hi - lo) * bytes));
+      ++r;
+    });
+    return;
+  }
   dispatch_size(elem_size, [&]<typename T>() {
     const T* s = static_cast<const T*>(src);
     T* d = static_cast<T*>(dst);
