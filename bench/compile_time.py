@@ -52,6 +52,7 @@ def one(name: str, device: str) -> dict:
     import torch
 
     from kiln.dynamo_backend import kiln_backend
+    from kiln.report import Report
     from kiln.memory_probe import warm_up
     from run_one import kiln_stage_seconds
 
@@ -77,12 +78,7 @@ def one(name: str, device: str) -> dict:
              "guards": spent("build_guards"), "first run": sum(stages.get(s, 0.0) for s in ("fold", "first run"))}
     parts["rest"] = total - sum(parts[p] for p in PARTS[1:6])
     parts["captured by"] = ", ".join(sorted({report.capture for report in reports}))
-    kernels: dict = {}
-    for report in reports:
-        for kind, (count, lower_ms, first_run_ms) in report.kernel_timings().items():
-            row = kernels.setdefault(kind, [0, 0.0, 0.0])
-            row[0], row[1], row[2] = row[0] + count, row[1] + lower_ms, row[2] + first_run_ms
-    parts["kernels"] = kernels
+    parts["kernels"] = Report(reports).kernel_timings()
     folds = [r.folds for report in reports for r in report.region_modules if r.folds is not None]
     parts["fold compile"] = sum(f.compile_s for f in folds)
     parts["fold run"] = sum(f.run_s for f in folds)

@@ -30,20 +30,7 @@ class GraphReport:
         """Host milliseconds of this graph's compile by kernel kind: {kind: [count, lower_ms, first_run_ms]}
         over its regions' kernels, and its folds' kernels as "fold: kind" (Executable.step_timings; a
         first_run_ms of a kernel not run yet counts 0)."""
-        table: dict[str, list] = {}
-
-        def add(timings, prefix=""):
-            for _node, kind, lower_ms, first_run_ms in timings:
-                row = table.setdefault(prefix + kind, [0, 0.0, 0.0])
-                row[0] += 1
-                row[1] += lower_ms
-                row[2] += max(first_run_ms, 0.0)
-
-        for region in self.region_modules:
-            add(region.exe.step_timings())
-            if region.folds is not None:
-                add(region.folds.step_timings, "fold: ")
-        return table
+        return _kernel_table([self])
 
     def __str__(self) -> str:
         lines = [
@@ -73,6 +60,10 @@ class Report:
     def fallbacks(self):
         return [d for g in self.graphs for d in g.fallbacks]
 
+    def kernel_timings(self) -> dict[str, list]:
+        """GraphReport.kernel_timings summed over every graph."""
+        return _kernel_table(self.graphs)
+
     def lowered_ops(self) -> Counter:
         return Counter(d.target for d in self.lowered)
 
@@ -85,3 +76,21 @@ class Report:
             f"{len(self.fallbacks)} fell back to PyTorch"
         )
         return "\n".join([head] + [str(g) for g in self.graphs])
+
+
+def _kernel_table(graphs) -> dict[str, list]:
+    table: dict[str, list] = {}
+
+    def add(timings, prefix=""):
+        for _node, kind, lower_ms, first_run_ms in timings:
+            row = table.setdefault(prefix + kind, [0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += lower_ms
+            row[2] += max(first_run_ms, 0.0)
+
+    for graph in graphs:
+        for region in graph.region_modules:
+            add(region.exe.step_timings())
+            if region.folds is not None:
+                add(region.folds.step_timings, "fold: ")
+    return table

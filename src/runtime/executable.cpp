@@ -252,13 +252,9 @@ void Executable::enqueue(std::span<const TensorView> outputs, Stream stream) {
   for (Step& step : steps_) {
     for (size_t j = 0; j < step.in.size(); ++j) step.in_views[j].data = ptr_[step.in[j]];
     for (size_t j = 0; j < step.out.size(); ++j) step.out_views[j].data = ptr_[step.out[j]];
-    if (!first) {
-      step.kernel->run(step.in_views, step.out_views, stream);
-      continue;
-    }
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = first ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     step.kernel->run(step.in_views, step.out_views, stream);
-    step.first_run_ms = ms_since(start);
+    if (first) step.first_run_ms = ms_since(start);
   }
   for (const OutputCopy& c : plan_.output_copies) {
     const Value* src = c.source;

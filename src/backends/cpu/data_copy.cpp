@@ -31,26 +31,6 @@ decltype(auto) dispatch_size(size_t elem_size, Fn&& fn) {
   }
 }
 
-// Drops size-1 axes and merges neighbours that are contiguous in both operands.
-void coalesce(Dims& dims, Dims& a, Dims& b) {
-  Dims d2, a2, b2;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == 1) continue;
-    if (!d2.empty() && a2.back() == a[i] * dims[i] && b2.back() == b[i] * dims[i]) {
-      d2.back() *= dims[i];
-      a2.back() = a[i];
-      b2.back() = b[i];
-      continue;
-    }
-    d2.push_back(dims[i]);
-    a2.push_back(a[i]);
-    b2.push_back(b[i]);
-  }
-  dims = std::move(d2);
-  a = std::move(a2);
-  b = std::move(b2);
-}
-
 }  // namespace
 
 void copy_range(const Dims& dims, const void* src, const Dims& src_strides, void* dst, const Dims& dst_strides,
@@ -89,7 +69,7 @@ void strided_copy(ThreadPool& pool, const Dims& dims_in, const void* src, const 
   const int64_t n = numel(dims_in);
   if (n == 0) return;
   Dims dims = dims_in, ss = src_strides_in, ds = dst_strides_in;
-  coalesce(dims, ss, ds);
+  coalesce_axes<2>(dims, {&ss, &ds});
   if (dims.empty() || (dims.size() == 1 && ss[0] == 1 && ds[0] == 1)) {
     const auto* s = static_cast<const uint8_t*>(src);
     auto* d = static_cast<uint8_t*>(dst);
@@ -105,8 +85,8 @@ void strided_fill(ThreadPool& pool, const Dims& dims_in, void* dst, const Dims& 
                   size_t elem_size) {
   const int64_t n = numel(dims_in);
   if (n == 0) return;
-  Dims dims = dims_in, ds = dst_strides_in, unused = dst_strides_in;
-  coalesce(dims, ds, unused);
+  Dims dims = dims_in, ds = dst_strides_in;
+  coalesce_axes<1>(dims, {&ds});
   dispatch_size(elem_size, [&]<typename T>() {
     T v;
     std::memcpy(&v, value, sizeof(T));

@@ -51,25 +51,6 @@ struct LoopOperand {
   bool as_bool = false;     // read as 0/1 (nonzero is true): logical ops
 };
 
-// Merges each axis into the one outside it where the outer stride equals the
-// inner stride times the inner size (a broadcast run included: 0 == 0 * n), and
-// drops axes of size 1, which are never stepped along.
-inline void coalesce_axes(Dims& dims, Dims& strides) {
-  Dims merged_dims, merged_strides;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == 1) continue;
-    if (!merged_dims.empty() && merged_strides.back() == strides[i] * dims[i]) {
-      merged_dims.back() *= dims[i];
-      merged_strides.back() = strides[i];
-      continue;
-    }
-    merged_dims.push_back(dims[i]);
-    merged_strides.push_back(strides[i]);
-  }
-  dims = std::move(merged_dims);
-  strides = std::move(merged_strides);
-}
-
 // `view` read over the output dims `out_dims` (which it broadcasts to).
 inline LoopOperand loop_operand(const TensorView& view, const Dims& out_dims) {
   LoopOperand operand;
@@ -78,7 +59,7 @@ inline LoopOperand loop_operand(const TensorView& view, const Dims& out_dims) {
   operand.dims = out_dims;
   operand.strides = broadcast_strides(t, out_dims);
   operand.linear = t.dims == out_dims && t.is_contiguous();
-  coalesce_axes(operand.dims, operand.strides);
+  coalesce_axes<1>(operand.dims, {&operand.strides});
   return operand;
 }
 

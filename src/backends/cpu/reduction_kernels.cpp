@@ -57,23 +57,27 @@ class ReduceKernel final : public CpuKernel {
         return;
       }
     }
-    auto body = [&](int64_t begin, int64_t end) {
+    split_outputs(ctx, in.numel(), n_out, layout.red_count, [&](int64_t begin, int64_t end) {
       std::vector<int64_t> scratch;
       int64_t j = begin;
       for_each_offset<1>(layout.kept_dims, {&layout.kept_strides}, begin, end, [&](const std::array<int64_t, 1>& o) {
         dst[j++] = reduce_one(src, o[0], layout, scratch);
       });
-    };
-    int64_t total = in.numel();
-    if (total <= kParallelThreshold || n_out <= 1) {
-      if (n_out > 0) body(0, n_out);
-    } else {
-      int64_t grain = std::max<int64_t>(1, kParallelThreshold / 2 / std::max<int64_t>(layout.red_count, 1));
-      ctx.pool.parallel_for(n_out, grain, body);
-    }
+    });
   }
 
  private:
+  // Runs body(begin, end) over the n_out outputs: on this thread for a small input, else split over the pool
+  // in chunks of about kParallelThreshold / 2 input elements.
+  template <typename Body>
+  static void split_outputs(const CpuContext& ctx, int64_t total, int64_t n_out, int64_t red_count, Body&& body) {
+    if (total <= kParallelThreshold || n_out <= 1) {
+      if (n_out > 0) body(0, n_out);
+      return;
+    }
+    ctx.pool.parallel_for(n_out, std::max<int64_t>(1, kParallelThreshold / 2 / std::max<int64_t>(red_count, 1)), body);
+  }
+
   // True when the input's innermost axis is kept and every reduced axis lies outside it (a sum over the
   // batch, over [B, T, C]'s tokens): each output is then best reached by adding whole reduced rows.
   static bool kept_inner(const ReduceLayout& l) {
@@ -124,12 +128,7 @@ class ReduceKernel final : public CpuKernel {
         }
       }
     };
-    if (total <= kParallelThreshold || n_out <= 1) {
-      if (n_out > 0) body(0, n_out);
-    } else {
-      int64_t grain = std::max<int64_t>(1, kParallelThreshold / 2 / std::max<int64_t>(l.red_count, 1));
-      ctx.pool.parallel_for(n_out, grain, body);
-    }
+    split_outputs(ctx, total, n_out, l.red_count, body);
   }
 
   reduce_out_t<R, S> reduce_one(const S* src, int64_t base, const ReduceLayout& l,

@@ -2,7 +2,7 @@
 // it for broadcasting and non-contiguous inputs: for_each_offset calls
 // fn(offsets) with each operand's element offset, innermost axis fastest.
 // Ranges [begin, end) of the flattened index let callers split work across
-// threads.
+// threads; coalesce_axes shortens the walk first.
 #pragma once
 
 #include <array>
@@ -12,6 +12,30 @@
 #include "ir/tensor_type.h"
 
 namespace kiln::cpu {
+
+// Merges each axis into the one outside it where, in every stride array, the
+// outer stride equals the inner stride times the inner size (a broadcast run
+// included: 0 == 0 * n), and drops axes of size 1, which are never stepped
+// along. Walking the merged space visits the same offsets in the same order.
+template <size_t N>
+void coalesce_axes(Dims& dims, const std::array<Dims*, N>& strides) {
+  Dims merged;
+  std::array<Dims, N> merged_strides;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    bool merge = !merged.empty();
+    for (size_t k = 0; k < N && merge; ++k) merge = merged_strides[k].back() == (*strides[k])[i] * dims[i];
+    if (merge) {
+      merged.back() *= dims[i];
+      for (size_t k = 0; k < N; ++k) merged_strides[k].back() = (*strides[k])[i];
+      continue;
+    }
+    merged.push_back(dims[i]);
+    for (size_t k = 0; k < N; ++k) merged_strides[k].push_back((*strides[k])[i]);
+  }
+  dims = std::move(merged);
+  for (size_t k = 0; k < N; ++k) *strides[k] = std::move(merged_strides[k]);
+}
 
 template <size_t N, typename Fn>
 void for_each_offset(const Dims& dims, const std::array<const Dims*, N>& strides, int64_t begin, int64_t end,

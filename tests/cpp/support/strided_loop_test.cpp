@@ -3,8 +3,6 @@
 // merges the axes an operand steps through as one without changing them.
 #include "backends/cpu/strided_loop.h"
 
-#include "backends/cpu/elementwise_loop.h"
-
 #include <gtest/gtest.h>
 
 namespace kiln::cpu {
@@ -32,19 +30,19 @@ TEST(StridedLoop, MatchesNaiveIndexingOnSplitRanges) {
 
 TEST(StridedLoop, CoalescedAxesMergeRunsAndDropUnitAxes) {
   Dims dims = {8, 4, 3, 3}, strides = {1, 0, 0, 0};  // a per-channel scale over a conv weight
-  coalesce_axes(dims, strides);
+  coalesce_axes<1>(dims, {&strides});
   EXPECT_EQ(dims, (Dims{8, 36}));
   EXPECT_EQ(strides, (Dims{1, 0}));
   dims = {2, 3, 4}, strides = {12, 4, 1};  // contiguous: one axis
-  coalesce_axes(dims, strides);
+  coalesce_axes<1>(dims, {&strides});
   EXPECT_EQ(dims, (Dims{24}));
   EXPECT_EQ(strides, (Dims{1}));
   dims = {3, 4}, strides = {1, 3};  // transposed: nothing merges
-  coalesce_axes(dims, strides);
+  coalesce_axes<1>(dims, {&strides});
   EXPECT_EQ(dims, (Dims{3, 4}));
   EXPECT_EQ(strides, (Dims{1, 3}));
   dims = {1, 5, 1, 2}, strides = {0, 2, 7, 1};  // size-1 axes are never stepped
-  coalesce_axes(dims, strides);
+  coalesce_axes<1>(dims, {&strides});
   EXPECT_EQ(dims, (Dims{10}));
   EXPECT_EQ(strides, (Dims{1}));
 }
@@ -53,7 +51,7 @@ TEST(StridedLoop, CoalescedAxesVisitTheSameOffsets) {
   const Dims dims = {3, 4, 5, 2};
   for (const Dims& strides : {Dims{0, 10, 2, 1}, Dims{1, 0, 0, 0}, Dims{40, 1, 8, 4}, Dims{0, 0, 0, 0}}) {
     Dims merged_dims = dims, merged_strides = strides;
-    coalesce_axes(merged_dims, merged_strides);
+    coalesce_axes<1>(merged_dims, {&merged_strides});
     for (int64_t split : {1, 7, 120}) {
       std::vector<int64_t> want, got;
       for (int64_t begin = 0; begin < 120; begin += split) {
