@@ -12,7 +12,7 @@
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
 #   bash scripts/gpu_step.sh quick W,W...    # bench/run.py, kiln and reduce-overhead only (a check of a change)
 #                                           # (bench steps: env PROCESSES=N times each row in N fresh processes;
-#                                           # a row of reduce-overhead takes about 28 s a process, kiln 15)
+#                                           # run 13's bench-N calls, 15 processes each, took 299-368 s)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
