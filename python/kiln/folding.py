@@ -18,7 +18,11 @@ fold graph per folded constant. The Python side only runs those graphs:
   expression, dtype) across every graph of the process, so a constant used by
   several regions or graphs is computed and held once.
 - Each constant records (data_ptr, _version) of its sources; a call that sees
-  a change re-folds into the same buffer before running (no recompile).
+  a change re-folds into the same buffer (no recompile). On CPU, and on a
+  CUDA region's first call, that check comes before the region runs; later
+  CUDA calls check after their launch, on the host while the device runs it,
+  and a call that re-folded runs again on the same stream (kiln.region), so
+  its outputs are always the new weights'. Folds run on the caller's stream.
   Inference tensors carry no version counter: for those only a moved storage
   is seen (an in-place change under inference_mode is not). A source released
   by donation (kiln.donation) cannot change: its constant is final.
@@ -111,16 +115,17 @@ class SharedConstant:
         self._check_sources(sources)
         return compile_graph(self.graph, device=str(self._device(sources, device)))
 
-    def fold(self, sources: list[torch.Tensor], device: torch.device, exe) -> None:
+    def fold(self, sources: list[torch.Tensor], device: torch.device, exe, stream: int = 0) -> None:
         """Computes the constant into its buffer (allocated on the first fold) with `exe` (from compile()),
-        which the caller drops right after, freeing the fold's intermediates."""
+        which the caller drops right after, freeing the fold's intermediates. On CUDA the work goes on
+        `stream` (the caller's current stream), in order with the region's calls."""
         self._check_sources(sources)  # again: folds before this one may have released sources (donation)
         out = self.graph.outputs()[0]
         if self.tensor is None:
             self.tensor = torch.empty(list(out.shape), dtype=KILN_TO_TORCH[out.dtype],
                                       device=self._device(sources, device))
         with torch.no_grad():
-            exe.run([s.detach() for s in sources], [self.tensor])
+            exe.run([s.detach() for s in sources], [self.tensor], stream)
         self.stamps = self.seen[tuple(id(t) for t in sources)] = [_stamp(t) for t in sources]
         self.folds += 1
 
@@ -164,6 +169,7 @@ class RegionFolds:
         getter = operator.itemgetter(*self.source_args) if self.source_args else (lambda args: ())
         self._sources_of = getter if len(self.source_args) != 1 else (lambda args: (getter(args),))
         self.last_snapshot: list | None = None
+        self.complete = False  # every constant computed (by a refresh that returned)
         # Host time of the last refresh that folded anything (the first call's, unless weights changed since):
         # compiling the folds' executables, running them, dropping them (freeing arenas, unloading generated
         # kernels), and each fold kernel's step_timings() (bench/compile_time.py --kernels).
@@ -176,9 +182,10 @@ class RegionFolds:
     def nbytes(self) -> int:
         return sum(f.nbytes for f in self.constants)
 
-    def refresh(self, args, exe, device: torch.device) -> int:
-        """Re-folds every constant whose sources changed (all of them on the first call); returns how many.
-        A constant another region already computed from the same sources is only bound.
+    def refresh(self, args, exe, device: torch.device, stream: int = 0) -> int:
+        """Re-folds every constant whose sources changed (all of them on the first call), on `stream` (a
+        cudaStream_t as an int on CUDA); returns how many. A constant another region already computed from
+        the same sources is only bound.
 
         The common call changes nothing: the sources' (tensor, storage, version) snapshot equals the last
         one, and no constant's buffer was replaced (a shared constant is re-folded into its own buffer), so
@@ -186,8 +193,9 @@ class RegionFolds:
         snapshot = self._snapshot(args)
         if snapshot is not None and snapshot == self.last_snapshot:
             return 0
-        done = self._refresh(args, exe, device)
+        done = self._refresh(args, exe, device, stream)
         self.last_snapshot = self._snapshot(args)  # donation may have released sources just now
+        self.complete = True
         return done
 
     def _snapshot(self, args) -> list | None:
@@ -199,7 +207,7 @@ class RegionFolds:
         except RuntimeError:
             return None
 
-    def _refresh(self, args, exe, device: torch.device) -> int:
+    def _refresh(self, args, exe, device: torch.device, stream: int) -> int:
         work = [(fold, [args[i] for i in indices]) for fold, indices in zip(self.constants, self.arg_indices)]
         stale, seen = [], set()
         for fold, sources in work:
@@ -217,7 +225,7 @@ class RegionFolds:
             compile_s = time.perf_counter() - start
             for k, (shared, sources) in enumerate(stale):
                 start = time.perf_counter()
-                shared.fold(sources, device, programs[k])
+                shared.fold(sources, device, programs[k], stream)
                 run_s += time.perf_counter() - start
                 timings.extend(programs[k].step_timings())
                 start = time.perf_counter()

@@ -222,7 +222,7 @@ class _Counted:
     def __init__(self, exe, probe):
         self.exe, self.probe, self.ran = exe, probe, False
 
-    def run(self, inputs, outputs):
+    def run(self, inputs, outputs, stream=0):
         others = [ref() for ref in self.probe.live if ref() is not self]
         assert not any(e is not None and e.ran for e in others), "a fold ran while an earlier fold's arena was alive"
         assert all(e is None or e.exe.arena_address() == 0 for e in others), "a fold arena was allocated ahead"
@@ -230,7 +230,7 @@ class _Counted:
         out = outputs[0]
         self.probe.samples.append((self.probe.weight_bytes(), self.probe.constant_bytes(), self.exe.arena_bytes(),
                                    out.numel() * out.element_size()))
-        self.exe.run(inputs, outputs)
+        self.exe.run(inputs, outputs, stream)
 
     def step_timings(self):
         return self.exe.step_timings()
