@@ -24,6 +24,8 @@ import logging
 import torch
 import torch.fx as fx
 
+from kiln.in_place import INPUT_MUTATION, functionalize_in_place, needs_functionalization
+
 log = logging.getLogger("kiln")
 
 
@@ -32,12 +34,12 @@ class _NeedsAotAutograd(Exception):
 
 
 def capture_inference_graph(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.GraphModule | None, str]:
-    """The core ATen graph of `gm` for inference, inputs in Dynamo's order, and "one trace"; or None and
-    why the graph needs aot_autograd (see above)."""
+    """The core ATen graph of `gm` for inference, inputs in Dynamo's order, and how it was captured ("one
+    trace" or "one functionalized trace"); or None and why the graph needs aot_autograd (see above)."""
     reason = _unsupported(gm, example_inputs)
     if reason is None:
         try:
-            return _trace(gm, example_inputs, decompositions), "one trace"
+            return _trace(gm, example_inputs, decompositions)
         except _NeedsAotAutograd as need:
             reason = str(need)
         except Exception as error:  # noqa: BLE001 - aot_autograd then traces it (and reports a real error)
@@ -59,7 +61,7 @@ def _unsupported(gm: fx.GraphModule, example_inputs) -> str | None:
     return None
 
 
-def _trace(gm: fx.GraphModule, example_inputs, decompositions) -> fx.GraphModule:
+def _trace(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.GraphModule, str]:
     from torch._dispatch.python import enable_python_dispatcher
     from torch._guards import detect_fake_mode
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -71,14 +73,47 @@ def _trace(gm: fx.GraphModule, example_inputs, decompositions) -> fx.GraphModule
     fakes = [fake_mode.from_tensor(t) for t in example_inputs]  # Dynamo's own fakes for its real inputs
     if any(free_symbols(t) for t in fakes):
         raise _NeedsAotAutograd("symbolic shapes")
-    functional = FunctionalTensorMode(pre_dispatch=False, export=False, _allow_token_discovery=False)
     # The graph may switch grad mode (Dynamo records `with torch.enable_grad()` as calls): restored after,
     # an error midway included.
-    with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode, functional:
-        graph = make_fx(_functional_forward(gm), decomposition_table=decompositions)(*fakes)
+    with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode:
+        if not needs_functionalization(gm):
+            graph = make_fx(_plain_forward(gm), decomposition_table=decompositions)(*fakes)
+            why = functionalize_in_place(graph, decompositions)
+            if why is None:
+                return _finish(graph), "one trace"
+            if why == INPUT_MUTATION:
+                raise _NeedsAotAutograd(why)
+            log.debug("kiln: a functionalized trace, as %s", why)
+        functional = FunctionalTensorMode(pre_dispatch=False, export=False, _allow_token_discovery=False)
+        with functional:
+            graph = make_fx(_functional_forward(gm), decomposition_table=decompositions)(*fakes)
+    return _finish(graph), "one functionalized trace"
+
+
+def _finish(graph: fx.GraphModule) -> fx.GraphModule:
     graph.graph.eliminate_dead_code()
     graph.recompile()
     return graph
+
+
+def _plain_forward(gm: fx.GraphModule):
+    """`gm`'s forward returning its outputs as a list, for a trace without functionalization; raises
+    _NeedsAotAutograd when an output is not a tensor or aliases an input or another output."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    def forward(*inputs):
+        outputs = fx.Interpreter(gm).run(*inputs)
+        if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, torch.Tensor) for o in outputs):
+            raise _NeedsAotAutograd("an output is not a tensor")
+        storages = [StorageWeakRef(t.untyped_storage()) for t in inputs]
+        for o in outputs:
+            storage = StorageWeakRef(o.untyped_storage())
+            if storage in storages:
+                raise _NeedsAotAutograd("an output aliases an input or another output")
+            storages.append(storage)
+        return list(outputs)
+
+    return forward
 
 
 def _functional_forward(gm: fx.GraphModule):
@@ -96,7 +131,7 @@ def _functional_forward(gm: fx.GraphModule):
             if torch._functionalize_has_data_mutation(f.elem) or torch._functionalize_was_storage_changed(f.elem) \
                     or after.shape != before.shape or after.stride() != before.stride() \
                     or after.storage_offset() != before.storage_offset():
-                raise _NeedsAotAutograd("the graph mutates an input")
+                raise _NeedsAotAutograd(INPUT_MUTATION)
         if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, FunctionalTensor) for o in outputs):
             raise _NeedsAotAutograd("an output is not a tensor")
         storages = [StorageWeakRef(t.untyped_storage()) for t in wrapped]
