@@ -17,10 +17,11 @@ with Dynamo's own timers (torch._dynamo.utils.compile_times) and kiln's stages (
 time (Executable.step_timings: a cuDNN plan, a cuBLASLt heuristic, a generated kernel's wait for its
 CUBIN and its load), and the folds' compile, run and drop seconds.
 
---compare-capture times the capture alone, both ways, inside the same Dynamo backend call:
-kiln.aten_capture's one trace and aot_autograd's two (with a compiler that returns the graph), the
-order swapped every other process; a way back to aot_autograd alone if a torch release makes it the
-faster one.
+--compare-capture times the capture alone, three ways, inside the same Dynamo backend call:
+kiln.aten_capture's one trace as it is ("one trace": plain where kiln.in_place can make its in-place
+ops functional), its functionalized trace forced ("functionalized"), and aot_autograd's two traces
+(with a compiler that returns the graph), the order rotated from one process to the next; a way back
+to either if a torch release makes it the faster one.
 
 fp32 on the CPU and fp16 on CUDA, batch 1 (sequence 128 for the text models). Prints the median over
 the repeats of each part, models interleaved across repeats so that a host's drift spreads over all."""
@@ -105,12 +106,13 @@ def print_kernels(name: str, runs: list[dict], top: int) -> None:
         print(f"| {kind} | {median(kind, 0):.0f} | {median(kind, 1):.1f} | {median(kind, 2):.1f} |")
 
 
-def compare_capture(name: str, device: str, aot_first: bool) -> dict:
-    """Seconds of kiln.aten_capture's capture and of aot_autograd's, both of Dynamo's graph of `name`."""
+def compare_capture(name: str, device: str, rotation: int) -> dict:
+    """Seconds of kiln.aten_capture's capture (as it is, and functionalized) and of aot_autograd's, all of
+    Dynamo's graph of `name`, in an order rotated by `rotation`."""
     import torch
     from torch._dynamo.backends.common import aot_autograd
 
-    from kiln.aten_capture import capture_inference_graph
+    import kiln.aten_capture
     from kiln.dynamo_backend import _decompositions
     from kiln.memory_probe import warm_up
 
@@ -118,21 +120,34 @@ def compare_capture(name: str, device: str, aot_first: bool) -> dict:
     table = dict(_decompositions())
     seconds = {}
 
-    def one_trace(gm, example_inputs):
+    def kiln_trace(label, gm, example_inputs):
         start = time.perf_counter()
-        graph, why = capture_inference_graph(gm, example_inputs, table)
+        graph, why = kiln.aten_capture.capture_inference_graph(gm, example_inputs, table)
         if graph is None:
             raise RuntimeError(f"{name}: kiln.aten_capture declined the graph: {why}")
-        seconds["one trace"] = time.perf_counter() - start
+        seconds[label] = time.perf_counter() - start
+
+    def one_trace(gm, example_inputs):
+        kiln_trace("one trace", gm, example_inputs)
+
+    def functionalized(gm, example_inputs):
+        plain = kiln.aten_capture.needs_functionalization
+        kiln.aten_capture.needs_functionalization = lambda _: True
+        try:
+            kiln_trace("functionalized", gm, example_inputs)
+        finally:
+            kiln.aten_capture.needs_functionalization = plain
 
     def two_traces(gm, example_inputs):
         start = time.perf_counter()
         aot_autograd(fw_compiler=lambda graph, _: graph, decompositions=table)(gm, example_inputs)
         seconds["aot_autograd"] = time.perf_counter() - start
 
+    ways = [one_trace, functionalized, two_traces]
+
     def backend(gm, example_inputs):
-        for capture in (two_traces, one_trace) if aot_first else (one_trace, two_traces):
-            capture(gm, example_inputs)
+        for k in range(len(ways)):
+            ways[(k + rotation) % len(ways)](gm, example_inputs)
         return gm.forward
 
     with torch.no_grad():
@@ -169,10 +184,10 @@ def main() -> None:
                         help="also list each model's N kernel kinds that took the most host time to lower and "
                              "first launch, and its folds' compile, run and drop time")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model, JSON on stdout
-    parser.add_argument("--aot-first", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rotation", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        result = compare_capture(args.one, args.device, args.aot_first) if args.compare_capture else \
+        result = compare_capture(args.one, args.device, args.rotation) if args.compare_capture else \
             one(args.one, args.device)
         print(json.dumps(result), flush=True)
         return
@@ -182,14 +197,14 @@ def main() -> None:
         for m in models:
             child = [sys.executable, __file__, "--one", m, "--device", args.device]
             if args.compare_capture:
-                child += ["--compare-capture"] + (["--aot-first"] if repeat % 2 else [])
+                child += ["--compare-capture", "--rotation", str(repeat)]
             out = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(__file__) or ".")
             if out.returncode:
                 sys.exit(f"{m}: the child process failed:\n{out.stderr[-3000:]}")
             runs[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
     import torch
 
-    parts = ("one trace", "aot_autograd") if args.compare_capture else PARTS
+    parts = ("one trace", "functionalized", "aot_autograd") if args.compare_capture else PARTS
     print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, median of {args.repeats} fresh processes")
     captures = "" if args.compare_capture else " captured by |"
     print("| model | " + " | ".join(f"{p} s" for p in parts) + " |" + captures)

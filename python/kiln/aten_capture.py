@@ -1,15 +1,17 @@
-"""Dynamo's graph to a core ATen inference graph in one functionalized trace.
+"""Dynamo's graph to a core ATen inference graph in one trace.
 
 aot_autograd traces every graph twice: a first pass over fake tensors learns
 what the graph mutates and which outputs alias its inputs, then a second pass
 captures the graph. An inference graph that mutates none of its inputs and
 returns no output aliasing an input or another output needs nothing the first
-pass finds, so kiln captures it once itself: functionalized, decomposed with
-the same table, dead code removed. That is aot_autograd's graph node for node
-(checked on GPT-2, BERT, ResNet-50 and ViT-B/16; tests/python/test_aten_capture.py
-checks a block of their ops) in 0.21-0.25 s less on those four models, a
-sixth to a quarter of the capture (`bench/compile_time.py --compare-capture`,
-docs/benchmarks.md).
+pass finds, so kiln captures it once itself, decomposed with the same table,
+dead code removed: a plain trace whose in-place ops on intermediates are made
+functional (kiln.in_place) where that is exact, else a functionalized trace.
+Either is aot_autograd's graph node for node (checked on GPT-2, BERT,
+ResNet-50 and ViT-B/16; tests/python/test_aten_capture.py and test_in_place.py
+check blocks of their ops). The functionalized trace took 0.21-0.25 s less
+than aot_autograd on those four models, and the plain one another 0.13-0.17 s
+on the dev CPU (`bench/compile_time.py --compare-capture`, docs/benchmarks.md).
 
 Everything else returns None and goes through aot_autograd as before: an
 input mutated in data, metadata or storage (a buffer updated in place), an
