@@ -184,8 +184,9 @@ class LoadedProgram:
             if list(t.stride()) != list(strides) and list(t.shape) == list(shape) and t.numel() > 1:
                 t = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device).copy_(t)
             ins.append(t)
-        outs, addresses = self.output_buffers.allocate()
+        blocks, addresses = self.output_buffers.allocate()
         self.exe.run_into(ins, addresses)
+        outs = self.output_buffers.outputs(blocks)
         if self.out_spec is not None:
             import torch.utils._pytree as pytree
 

@@ -1,10 +1,11 @@
 """Allocation of a region's outputs on each call, in as few allocations as possible.
 
 Every call returns fresh output tensors (the caller may keep them across calls). Outputs of the same
-shape and dtype are carved from one allocation: GPT-2's 24 key/value outputs are one torch.empty and
-one unbind instead of 24 allocations, which on CUDA is tens of microseconds of host time per call
-before the graph launch. The outputs of a group share a storage, so the block lives as long as any of
-them is referenced; each is a contiguous view of its own disjoint bytes."""
+shape and dtype are carved from one allocation: GPT-2's 24 key/value outputs are one torch.empty
+before the graph launch and one unbind after it, instead of 24 allocations before it (on CUDA, tens of
+microseconds of host time per call that the device waited for). The outputs of a group share a
+storage, so the block lives as long as any of them is referenced; each is a contiguous view of its own
+disjoint bytes."""
 
 from __future__ import annotations
 
@@ -22,19 +23,33 @@ class OutputBuffers:
         self.groups = [(shape, dtype, where, _nbytes(shape, dtype)) for (shape, dtype), where in positions.items()]
 
     def allocate(self) -> tuple[list[torch.Tensor], list[int]]:
-        """Fresh outputs in output order, and each one's address."""
-        outputs: list = [None] * self.count
+        """One fresh allocation per group, and each output's address in it (all a launch needs)."""
+        blocks: list = []
         addresses: list = [0] * self.count
         for shape, dtype, where, nbytes in self.groups:
             if len(where) == 1:
                 t = torch.empty(shape, dtype=dtype, device=self.device)
-                outputs[where[0]], addresses[where[0]] = t, t.data_ptr()
+                blocks.append(t)
+                addresses[where[0]] = t.data_ptr()
                 continue
             block = torch.empty((len(where), *shape), dtype=dtype, device=self.device)
+            blocks.append(block)
             base = block.data_ptr()
-            for k, (position, view) in enumerate(zip(where, block.unbind(0))):
-                outputs[position], addresses[position] = view, base + k * nbytes
-        return outputs, addresses
+            for k, position in enumerate(where):
+                addresses[position] = base + k * nbytes
+        return blocks, addresses
+
+    def outputs(self, blocks: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The outputs in output order, from allocate()'s blocks. A group's views are made here, after the
+        launch that writes them: GPT-2's 24 key/value views no longer come before it."""
+        outputs: list = [None] * self.count
+        for (_, _, where, _), block in zip(self.groups, blocks):
+            if len(where) == 1:
+                outputs[where[0]] = block
+                continue
+            for position, view in zip(where, block.unbind(0)):
+                outputs[position] = view
+        return outputs
 
 
 def _nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:

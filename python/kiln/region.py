@@ -103,13 +103,14 @@ class KilnRegion(torch.nn.Module):
                     self.bind(i, arg)
             self._last_weights = snapshot
         inputs = [self._as_expected(args[i], k) for k, i in enumerate(self.input_args)]
-        outputs, addresses = self.output_buffers.allocate()
+        blocks, addresses = self.output_buffers.allocate()
         self.exe.run_into(inputs, addresses, stream)  # kiln described these outputs itself
         if check_after and folds.refresh(args, self.exe, self.device, stream):
             # A source changed since the last call, so the launch above read old constants (kiln-owned
             # buffers, still valid). They were re-folded after it on the same stream; running again
             # overwrites the outputs before anything later on the stream can read them.
             self.exe.run_into(inputs, addresses, stream)
+        outputs = self.output_buffers.outputs(blocks)
         if self.first_call:
             self.first_call = False
             if self.trace is not None:
@@ -118,7 +119,8 @@ class KilnRegion(torch.nn.Module):
 
     def _as_expected(self, t: torch.Tensor, index: int) -> torch.Tensor:
         _, shape, strides = self.input_types[index]
-        t = t.detach()
+        if t.requires_grad:  # DLPack exports no tensor that requires grad
+            t = t.detach()
         if t.stride() != strides and list(t.shape) == list(shape) and t.numel() > 1:
             # Same values in the layout the executable was planned for (an activation, never a weight).
             if list(strides) == contiguous_strides(shape):

@@ -14,7 +14,10 @@ from conftest import assert_close
 def test_groups_share_one_block_and_do_not_overlap():
     specs = [((2, 3), torch.float32), ((4,), torch.int64), ((2, 3), torch.float32), ((), torch.float16),
              ((2, 3), torch.float32), ((0, 5), torch.float32), ((0, 5), torch.float32)]
-    outputs, addresses = OutputBuffers(specs, torch.device("cpu")).allocate()
+    buffers = OutputBuffers(specs, torch.device("cpu"))
+    blocks, addresses = buffers.allocate()
+    assert len(blocks) == 4  # one per shape and dtype
+    outputs = buffers.outputs(blocks)
     assert [(tuple(t.shape), t.dtype) for t in outputs] == specs
     assert addresses == [t.data_ptr() for t in outputs]
     assert all(t.is_contiguous() for t in outputs)
