@@ -113,11 +113,11 @@ def compare_capture(name: str, device: str, rotation: int) -> dict:
     from torch._dynamo.backends.common import aot_autograd
 
     import kiln.aten_capture
-    from kiln.dynamo_backend import _decompositions
+    from kiln.decompositions import decomposition_table
     from kiln.memory_probe import warm_up
 
     model, inputs = _build(name, device)
-    table = dict(_decompositions())
+    table = decomposition_table()
     seconds = {}
 
     def kiln_trace(label, gm, example_inputs):

@@ -9,6 +9,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from kiln.compile_fx import compile_fx_graph
+from kiln.decompositions import decomposition_table
 from kiln.options import Options
 
 
@@ -41,11 +42,9 @@ def _source(model, ep, kind: str, target: str):
 
 
 def compile_exported(model: torch.nn.Module, example_inputs: tuple, options: Options) -> CompiledProgram:
-    from torch._decomp import core_aten_decompositions
-
     with torch.no_grad():
         ep = torch.export.export(model, example_inputs)
-        ep = ep.run_decompositions(core_aten_decompositions())
+        ep = ep.run_decompositions(decomposition_table())
     sig = ep.graph_signature
     kinds = {}
     kinds.update({k: ("parameter", v) for k, v in sig.inputs_to_parameters.items()})

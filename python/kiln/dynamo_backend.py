@@ -18,6 +18,7 @@ import weakref
 
 import torch
 
+from kiln.decompositions import decomposition_table
 from kiln.options import Options
 
 log = logging.getLogger("kiln")
@@ -79,21 +80,12 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
-    table = dict(_decompositions())
+    table = decomposition_table()
     aten, why = capture_inference_graph(gm, example_inputs, table)
     if aten is not None:
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
     return aot_autograd(fw_compiler=boxed, decompositions=table)(gm, example_inputs)
-
-
-@functools.lru_cache(maxsize=1)
-def _decompositions():
-    """torch's core ATen decomposition table, built once per process (40-100 ms a build on the dev CPU,
-    which every compile and recompile paid); callers get a copy, so nothing can change the cached one."""
-    from torch._decomp import core_aten_decompositions
-
-    return core_aten_decompositions()
 
 
 def _boxed(compiler, gm: torch.fx.GraphModule, example_inputs):

@@ -8,7 +8,8 @@ import torch
 
 from conftest import assert_close, compile_and_report
 from kiln.aten_capture import capture_inference_graph
-from kiln.dynamo_backend import _decompositions, kiln_backend
+from kiln.decompositions import decomposition_table
+from kiln.dynamo_backend import kiln_backend
 
 
 class Block(torch.nn.Module):
@@ -54,7 +55,7 @@ def _aot_graph(gm, example_inputs):
         return graph
 
     with torch.no_grad():
-        aot_autograd(fw_compiler=record, decompositions=dict(_decompositions()))(gm, example_inputs)
+        aot_autograd(fw_compiler=record, decompositions=decomposition_table())(gm, example_inputs)
     return seen[0]
 
 
@@ -81,7 +82,7 @@ def _signature(gm):
 def _capture(gm, example_inputs):
     """(the captured graph or None, "one trace" or why not)."""
     with torch.no_grad():
-        return capture_inference_graph(gm, example_inputs, dict(_decompositions()))
+        return capture_inference_graph(gm, example_inputs, decomposition_table())
 
 
 def test_one_trace_gives_aot_autograds_graph():

@@ -10,7 +10,8 @@ import torch
 
 import kiln.aten_capture
 from conftest import assert_close
-from kiln.dynamo_backend import _decompositions, kiln_backend
+from kiln.decompositions import decomposition_table
+from kiln.dynamo_backend import kiln_backend
 from kiln.in_place import functional_form
 from test_aten_capture import _aot_graph, _capture, _dynamo_graph, _signature
 
@@ -109,7 +110,7 @@ def test_an_input_written_in_place_goes_through_aot_autograd():
 
 def test_functional_forms():
     aten = torch.ops.aten
-    table = dict(_decompositions())
+    table = decomposition_table()
     assert functional_form(aten.relu_.default, table) is aten.relu.default
     assert functional_form(aten.add_.Tensor, table) is aten.add.Tensor
     assert functional_form(aten.copy_.default, table) is aten.copy.default

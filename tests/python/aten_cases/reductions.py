@@ -59,5 +59,5 @@ case("any_default_direct", lambda x: aten.any.default(x), lambda g: (randint(g, 
 case("full_like", lambda x: torch.full_like(x, 3.5) + x, lambda g: (randn(g, 3, 5, 7),), ("aten.full_like.default",))
 case("full_like_dtype_direct", lambda x: aten.full_like.default(x, 7, dtype=i32), lambda g: (transposed(randn(g, 5, 6)),), "aten.full_like.default", direct=True)
 case("zeros_like_ones_like", lambda x: torch.zeros_like(x) + torch.ones_like(x) * x, lambda g: (randint(g, 3, 5),), "aten.full_like.default")
-case("sdpa_compiled", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), lambda g: (randn(g, 1, 2, 5, 8), randn(g, 1, 2, 7, 8), randn(g, 1, 2, 7, 8)), ("aten.bmm.default", "aten._softmax.default"))
-case("sdpa_compiled_causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), lambda g: (randn(g, 1, 2, 6, 8), randn(g, 1, 2, 6, 8), randn(g, 1, 2, 6, 8)), ("aten.bmm.default", "aten._softmax.default"))
+case("sdpa_compiled", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), lambda g: (randn(g, 1, 2, 5, 8), randn(g, 1, 2, 7, 8), randn(g, 1, 2, 7, 8)), ("aten._scaled_dot_product_flash_attention_for_cpu.default",))
+case("sdpa_compiled_causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), lambda g: (randn(g, 1, 2, 6, 8), randn(g, 1, 2, 6, 8), randn(g, 1, 2, 6, 8)), ("aten._scaled_dot_product_flash_attention_for_cpu.default",))
