@@ -10,7 +10,7 @@ functional (kiln.in_place) where that is exact, else a functionalized trace.
 Either is aot_autograd's graph node for node (checked on GPT-2, BERT,
 ResNet-50 and ViT-B/16; tests/python/test_aten_capture.py and test_in_place.py
 check blocks of their ops). The functionalized trace took 0.21-0.25 s less
-than aot_autograd on those four models, and the plain one another 0.13-0.17 s
+than aot_autograd on those four models, and the plain one another 0.15-0.22 s
 on the dev CPU (`bench/compile_time.py --compare-capture`, docs/benchmarks.md).
 
 Everything else returns None and goes through aot_autograd as before: an
