@@ -107,15 +107,22 @@ def functionalize_in_place(graph: fx.GraphModule, decompositions) -> str | None:
                 return f"{n.name} aliases a tensor written after it"
     for m, target in functional.items():
         m.target = target
-        if target is torch.ops.aten.copy.default and _same_tensor_type(m.args[0], m.args[1]):
-            # An in-place op the table decomposes leaves `copy_(self, result)`; functionalization would take
-            # the result itself, so the graph does too (dropping a copy kernel).
+        if target is torch.ops.aten.copy.default and _only_feeds(m.args[1], m, groups, storage_of):
+            # An in-place op the table decomposes leaves `copy_(self, result)`, its result read by nothing
+            # else; functionalization takes the result itself, so the graph does too (no copy kernel).
             m.replace_all_uses_with(m.args[1])
             graph.graph.erase_node(m)
     return None
 
 
-def _same_tensor_type(a, b) -> bool:
-    va, vb = (n.meta.get("val") if isinstance(n, fx.Node) else None for n in (a, b))
-    return isinstance(va, torch.Tensor) and isinstance(vb, torch.Tensor) and va.shape == vb.shape \
-        and va.dtype == vb.dtype and va.device == vb.device
+def _only_feeds(src, copy: fx.Node, groups: dict, storage_of: dict) -> bool:
+    """Whether `copy`'s result can be `src` itself: a computed tensor of the same type on a storage of its
+    own, read by the copy alone. Anything else (an input, a view, a value read elsewhere) keeps the copy,
+    or the graph would return an alias where eager returns a new tensor."""
+    if not isinstance(src, fx.Node) or src.op != "call_function" or list(src.users) != [copy]:
+        return False
+    if src not in storage_of or len(groups[storage_of[src]]) != 1:
+        return False
+    a, b = copy.args[0].meta.get("val"), src.meta.get("val")
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+        and a.dtype == b.dtype and a.device == b.device

@@ -52,6 +52,41 @@ def _write_through_setitem(x):
     return y.exp()
 
 
+def _copy_of_the_input(x):
+    buf = torch.empty_like(x)
+    buf.copy_(x)  # the result is a new tensor, not x
+    return buf
+
+
+def _copy_of_a_view(x):
+    buf = torch.zeros(4, 3)
+    buf.copy_(x.t())
+    return buf, x + 1
+
+
+def _copy_read_twice(x):
+    y = x * 2
+    buf = torch.zeros(3, 4)
+    buf.copy_(y)
+    buf.add_(1)
+    return buf, y
+
+
+@pytest.mark.parametrize("fn", [_copy_of_the_input, _copy_of_a_view, _copy_read_twice])
+def test_copies_into_new_tensors_stay_new_tensors(fn):
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        got = torch.compile(fn, backend=kiln_backend)(x)
+    got = list(got) if isinstance(got, tuple) else [got]
+    expected = fn(x)
+    assert_close(got, list(expected) if isinstance(expected, tuple) else [expected])
+    assert len({t.data_ptr() for t in got}) == len(got)  # no output is another
+    before = x.clone()
+    for t in got:
+        t.add_(1)
+    assert torch.equal(x, before)  # nor the input, nor a view of it
+
+
 def _input_written_by_a_function(x):
     torch.relu_(x)  # a call_function, not a method: only the traced graph shows it writes an input
     return x * 2
