@@ -8,8 +8,9 @@ inference graphs mutate only intermediates that nothing else aliases: `relu_`, `
 refers to the in-place node (the tracer maps a tensor to its newest node), so replacing the op by its
 functional form (`aten.relu_.default` by `aten.relu.default`) gives the functionalized graph. That
 holds when each mutated storage is written only along one chain (each write's self is the previous
-write or the tensor that made the storage), no view of it exists before its last write, and no graph
-input shares it. An in-place op that the decomposition table decomposes (`masked_fill_`) is traced as
+write or the tensor that made the storage), no view of it exists before its last write, no graph
+input shares it, and the functional form gives the type the in-place op wrote (an f16 tensor's `add_`
+of an f32 one stays f16; `add` would promote). An in-place op that the decomposition table decomposes (`masked_fill_`) is traced as
 its functional decomposition plus `copy_(self, result)`; the copy then goes, as in the functionalized
 graph. Anything else is left to the functionalized trace, or to aot_autograd for inputs."""
 
@@ -87,6 +88,8 @@ def functionalize_in_place(graph: fx.GraphModule, decompositions) -> str | None:
             return f"no functional form of {m.target}"
         if not m.args or storage_of.get(m.args[0]) is None or storage_of.get(m.args[0]) != storage_of.get(m):
             return f"{m.name} does not write its first argument"
+        if not _same_result(m, target):
+            return f"{target} gives another type than {m.target} writes"
         functional[m] = target
     for members in groups.values():
         writes = [n for n in members if n in functional]
@@ -113,6 +116,19 @@ def functionalize_in_place(graph: fx.GraphModule, decompositions) -> str | None:
             m.replace_all_uses_with(m.args[1])
             graph.graph.erase_node(m)
     return None
+
+
+def _same_result(node: fx.Node, functional: torch._ops.OpOverload) -> bool:
+    """Whether `functional` on the node's (fake) arguments gives the type its in-place op wrote: an in-place
+    op keeps its self's dtype (an f16 tensor's add_ of an f32 one stays f16), the functional op promotes."""
+    val_of = lambda a: a.meta.get("val") if isinstance(a, fx.Node) else a  # noqa: E731
+    try:
+        out = functional(*fx.node.map_aggregate(node.args, val_of), **fx.node.map_aggregate(node.kwargs, val_of))
+    except Exception:  # noqa: BLE001 - whatever it is, the functionalized trace handles it
+        return False
+    want = node.meta.get("val")
+    return isinstance(out, torch.Tensor) and isinstance(want, torch.Tensor) and out.dtype == want.dtype \
+        and out.shape == want.shape
 
 
 def _only_feeds(src, copy: fx.Node, groups: dict, storage_of: dict) -> bool:

@@ -1,7 +1,8 @@
 """kiln.in_place: a graph whose only mutations are in-place ops on unaliased intermediates is captured by
 a plain trace with those ops made functional, and gives the functionalized trace's (and aot_autograd's)
-graph node for node; a write through a view, a view read after a write, or a write into an input goes
-to the functionalized trace or aot_autograd, and every case computes what eager computes."""
+graph node for node; a write through a view, a view read after a write, an in-place op whose functional
+form promotes, or a write into an input goes to the functionalized trace or aot_autograd; a copy into a
+new tensor stays a new tensor; and every case computes what eager computes."""
 
 import functools
 
@@ -121,8 +122,14 @@ def test_model_with_in_place_ops_matches_eager():
     assert_close(list(got), list(expected))
 
 
-@pytest.mark.parametrize("fn", [_view_before_write, _write_through_select, _write_through_setitem])
-def test_writes_that_views_see_take_the_functionalized_trace(fn):
+def _promoting_add(x):
+    y = x.to(torch.float16) * 2
+    y.add_(x)  # stays f16 in place; the functional add would give f32
+    return y
+
+
+@pytest.mark.parametrize("fn", [_view_before_write, _write_through_select, _write_through_setitem, _promoting_add])
+def test_writes_a_plain_trace_cannot_express_take_the_functionalized_trace(fn):
     x = torch.randn(3, 4)
     assert _capture(*_dynamo_graph(fn, x))[1] == "one functionalized trace"
     reports = []
@@ -131,6 +138,8 @@ def test_writes_that_views_see_take_the_functionalized_trace(fn):
     assert [g.capture for g in reports] == ["one functionalized trace"]
     expected = fn(x)
     assert_close(list(got) if isinstance(got, tuple) else got, list(expected) if isinstance(expected, tuple) else expected)
+    assert [t.dtype for t in (got if isinstance(got, tuple) else [got])] == \
+        [t.dtype for t in (expected if isinstance(expected, tuple) else [expected])]
 
 
 def test_an_input_written_in_place_goes_through_aot_autograd():
