@@ -112,7 +112,7 @@ def compare_capture(name: str, device: str, rotation: int) -> dict:
     import torch
     from torch._dynamo.backends.common import aot_autograd
 
-    import kiln.aten_capture
+    from kiln.aten_capture import capture_inference_graph
     from kiln.decompositions import decomposition_table
     from kiln.memory_probe import warm_up
 
@@ -120,23 +120,18 @@ def compare_capture(name: str, device: str, rotation: int) -> dict:
     table = decomposition_table()
     seconds = {}
 
-    def kiln_trace(label, gm, example_inputs):
+    def kiln_trace(label, gm, example_inputs, plain):
         start = time.perf_counter()
-        graph, why = kiln.aten_capture.capture_inference_graph(gm, example_inputs, table)
+        graph, why = capture_inference_graph(gm, example_inputs, table, plain=plain)
         if graph is None:
             raise RuntimeError(f"{name}: kiln.aten_capture declined the graph: {why}")
         seconds[label] = time.perf_counter() - start
 
     def one_trace(gm, example_inputs):
-        kiln_trace("one trace", gm, example_inputs)
+        kiln_trace("one trace", gm, example_inputs, plain=True)
 
     def functionalized(gm, example_inputs):
-        plain = kiln.aten_capture.needs_functionalization
-        kiln.aten_capture.needs_functionalization = lambda _: True
-        try:
-            kiln_trace("functionalized", gm, example_inputs)
-        finally:
-            kiln.aten_capture.needs_functionalization = plain
+        kiln_trace("functionalized", gm, example_inputs, plain=False)
 
     def two_traces(gm, example_inputs):
         start = time.perf_counter()

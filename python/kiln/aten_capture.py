@@ -35,13 +35,15 @@ class _NeedsAotAutograd(Exception):
     """The traced graph does something only aot_autograd's two-pass capture handles."""
 
 
-def capture_inference_graph(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.GraphModule | None, str]:
+def capture_inference_graph(gm: fx.GraphModule, example_inputs, decompositions,
+                            plain: bool = True) -> tuple[fx.GraphModule | None, str]:
     """The core ATen graph of `gm` for inference, inputs in Dynamo's order, and how it was captured ("one
-    trace" or "one functionalized trace"); or None and why the graph needs aot_autograd (see above)."""
+    trace" or "one functionalized trace"); or None and why the graph needs aot_autograd (see above).
+    `plain=False` skips the plain trace (bench/compile_time.py --compare-capture times both)."""
     reason = _unsupported(gm, example_inputs)
     if reason is None:
         try:
-            return _trace(gm, example_inputs, decompositions)
+            return _trace(gm, example_inputs, decompositions, plain)
         except _NeedsAotAutograd as need:
             reason = str(need)
         except Exception as error:  # noqa: BLE001 - aot_autograd then traces it (and reports a real error)
@@ -63,7 +65,7 @@ def _unsupported(gm: fx.GraphModule, example_inputs) -> str | None:
     return None
 
 
-def _trace(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.GraphModule, str]:
+def _trace(gm: fx.GraphModule, example_inputs, decompositions, plain: bool) -> tuple[fx.GraphModule, str]:
     from torch._dispatch.python import enable_python_dispatcher
     from torch._guards import detect_fake_mode
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -78,7 +80,7 @@ def _trace(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.Graph
     # The graph may switch grad mode (Dynamo records `with torch.enable_grad()` as calls): restored after,
     # an error midway included.
     with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode:
-        if not needs_functionalization(gm):
+        if plain and not needs_functionalization(gm):
             graph = make_fx(_plain_forward(gm), decomposition_table=decompositions)(*fakes)
             why = functionalize_in_place(graph, decompositions)
             if why is None:
@@ -98,22 +100,27 @@ def _finish(graph: fx.GraphModule) -> fx.GraphModule:
     return graph
 
 
-def _plain_forward(gm: fx.GraphModule):
-    """`gm`'s forward returning its outputs as a list, for a trace without functionalization; raises
-    _NeedsAotAutograd when an output is not a tensor or aliases an input or another output."""
+def _checked_outputs(outputs, inputs, tensor_type) -> list:
+    """`outputs` as a list; raises _NeedsAotAutograd when one is not a `tensor_type` or shares a storage with
+    an input or another output."""
     from torch.multiprocessing.reductions import StorageWeakRef
 
+    if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, tensor_type) for o in outputs):
+        raise _NeedsAotAutograd("an output is not a tensor")
+    storages = [StorageWeakRef(t.untyped_storage()) for t in inputs]
+    for o in outputs:
+        storage = StorageWeakRef(o.untyped_storage())
+        if storage in storages:
+            raise _NeedsAotAutograd("an output aliases an input or another output")
+        storages.append(storage)
+    return list(outputs)
+
+
+def _plain_forward(gm: fx.GraphModule):
+    """`gm`'s forward returning its outputs as a list, for a trace without functionalization."""
+
     def forward(*inputs):
-        outputs = fx.Interpreter(gm).run(*inputs)
-        if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, torch.Tensor) for o in outputs):
-            raise _NeedsAotAutograd("an output is not a tensor")
-        storages = [StorageWeakRef(t.untyped_storage()) for t in inputs]
-        for o in outputs:
-            storage = StorageWeakRef(o.untyped_storage())
-            if storage in storages:
-                raise _NeedsAotAutograd("an output aliases an input or another output")
-            storages.append(storage)
-        return list(outputs)
+        return _checked_outputs(fx.Interpreter(gm).run(*inputs), inputs, torch.Tensor)
 
     return forward
 
@@ -122,7 +129,6 @@ def _functional_forward(gm: fx.GraphModule):
     """`gm`'s forward over functional wrappers of its inputs, returning its outputs unwrapped; raises
     _NeedsAotAutograd when it mutates an input or returns aliases."""
     from torch._subclasses.functional_tensor import FunctionalTensor
-    from torch.multiprocessing.reductions import StorageWeakRef
 
     def forward(*inputs):
         wrapped = [FunctionalTensor.to_functional(t) for t in inputs]
@@ -134,15 +140,8 @@ def _functional_forward(gm: fx.GraphModule):
                     or after.shape != before.shape or after.stride() != before.stride() \
                     or after.storage_offset() != before.storage_offset():
                 raise _NeedsAotAutograd(INPUT_MUTATION)
-        if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, FunctionalTensor) for o in outputs):
-            raise _NeedsAotAutograd("an output is not a tensor")
-        storages = [StorageWeakRef(t.untyped_storage()) for t in wrapped]
         unwrapped = []
-        for o in outputs:
-            storage = StorageWeakRef(o.untyped_storage())
-            if storage in storages:
-                raise _NeedsAotAutograd("an output aliases an input or another output")
-            storages.append(storage)
+        for o in _checked_outputs(outputs, wrapped, FunctionalTensor):
             torch._sync(o)
             unwrapped.append(torch._from_functional_tensor(o.elem))
         return unwrapped

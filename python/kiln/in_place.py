@@ -10,9 +10,10 @@ functional form (`aten.relu_.default` by `aten.relu.default`) gives the function
 holds when each mutated storage is written only along one chain (each write's self is the previous
 write or the tensor that made the storage), no view of it exists before its last write, no graph
 input shares it, and the functional form gives the type the in-place op wrote (an f16 tensor's `add_`
-of an f32 one stays f16; `add` would promote). An in-place op that the decomposition table decomposes (`masked_fill_`) is traced as
-its functional decomposition plus `copy_(self, result)`; the copy then goes, as in the functionalized
-graph. Anything else is left to the functionalized trace, or to aot_autograd for inputs."""
+of an f32 one stays f16; `add` would promote). An in-place op that the decomposition table decomposes
+(`masked_fill_`) is traced as its functional decomposition plus `copy_(self, result)`; the copy then
+goes, as in the functionalized graph. Anything else is left to the functionalized trace, or to
+aot_autograd for inputs."""
 
 from __future__ import annotations
 
@@ -88,8 +89,6 @@ def functionalize_in_place(graph: fx.GraphModule, decompositions) -> str | None:
             return f"no functional form of {m.target}"
         if not m.args or storage_of.get(m.args[0]) is None or storage_of.get(m.args[0]) != storage_of.get(m):
             return f"{m.name} does not write its first argument"
-        if not _same_result(m, target):
-            return f"{target} gives another type than {m.target} writes"
         functional[m] = target
     for members in groups.values():
         writes = [n for n in members if n in functional]
@@ -108,6 +107,9 @@ def functionalize_in_place(graph: fx.GraphModule, decompositions) -> str | None:
                 current = n
             elif position[n] < last_write:
                 return f"{n.name} aliases a tensor written after it"
+    for m, target in functional.items():  # last, as it runs each functional op on fake tensors
+        if not _same_result(m, target):
+            return f"{target} gives another type than {m.target} writes"
     for m, target in functional.items():
         m.target = target
         if target is torch.ops.aten.copy.default and _only_feeds(m.args[1], m, groups, storage_of):

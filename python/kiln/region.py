@@ -42,6 +42,7 @@ class KilnRegion(torch.nn.Module):
         super().__init__()
         self.exe = exe
         self.device = device
+        self._cuda_index = (device.index or 0) if device.type == "cuda" else None  # None off CUDA
         self.name = name
         self.trace = trace  # memory_trace.MemoryTrace: the fold and first-run stages are recorded there
         self.first_call = True
@@ -79,13 +80,12 @@ class KilnRegion(torch.nn.Module):
     def forward(self, *args):
         if self.first_call and self.trace is not None and self.trace.stage("called") is None:
             self.trace.record("called", self.kiln_bytes())  # torch's time from kiln's return to the first call
-        cuda = self.device.type == "cuda"
         # On CUDA, kiln runs on the caller's current stream and never synchronizes.
-        stream = _current_raw_stream(self.device.index or 0) if cuda else 0
+        stream = _current_raw_stream(self._cuda_index) if self._cuda_index is not None else 0
         folds = self.folds
         # Once every constant is folded, a CUDA call checks their sources after its launch, while the device
         # runs it (ResNet-50's 265 sources: tens of microseconds of host time the device would wait for).
-        check_after = folds is not None and folds.complete and cuda
+        check_after = folds is not None and folds.complete and self._cuda_index is not None
         if folds is not None and not check_after:
             folds.refresh(args, self.exe, self.device, stream)
             if self.first_call and self.trace is not None:

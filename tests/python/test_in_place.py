@@ -9,8 +9,8 @@ import functools
 import pytest
 import torch
 
-import kiln.aten_capture
 from conftest import assert_close
+from kiln.aten_capture import capture_inference_graph
 from kiln.decompositions import decomposition_table
 from kiln.dynamo_backend import kiln_backend
 from kiln.in_place import functional_form
@@ -93,18 +93,17 @@ def _input_written_by_a_function(x):
     return x * 2
 
 
-def _functionalized_capture(gm, example_inputs, monkeypatch):
-    with monkeypatch.context() as patch:
-        patch.setattr(kiln.aten_capture, "needs_functionalization", lambda gm: True)
-        return _capture(gm, example_inputs)
+def _functionalized_capture(gm, example_inputs):
+    with torch.no_grad():
+        return capture_inference_graph(gm, example_inputs, decomposition_table(), plain=False)
 
 
-def test_in_place_ops_on_intermediates_give_the_functionalized_graph(monkeypatch):
+def test_in_place_ops_on_intermediates_give_the_functionalized_graph():
     model, x = Bottleneck().eval(), torch.randn(2, 4, 5, 5)
     gm, example_inputs = _dynamo_graph(model, x)
     plain, how = _capture(gm, example_inputs)
     assert how == "one trace"
-    functionalized, how = _functionalized_capture(gm, example_inputs, monkeypatch)
+    functionalized, how = _functionalized_capture(gm, example_inputs)
     assert how == "one functionalized trace"
     assert _signature(plain) == _signature(functionalized) == _signature(_aot_graph(gm, example_inputs))
     targets = {str(n.target) for n in plain.graph.nodes}
