@@ -11,7 +11,11 @@ with Dynamo's own timers (torch._dynamo.utils.compile_times) and kiln's stages (
                the wait for the device after the first run, whose stage ends when its launches return)
 
     python bench/compile_time.py [--models resnet50,vit_b_16,bert,gpt2] [--device cpu] [--repeats 3]
-                                 [--compare-capture] [--kernels N]
+                                 [--cache cold|warm] [--compare-capture] [--kernels N]
+
+--cache: each process gets an empty capture cache (kiln.capture_cache) of its own, so kiln traces the
+ATen graph ("cold", the default), or one that an unmeasured process compiling the same model filled
+("warm": the capture is read back). The CUDA kernel cache is left as it is ($KILN_CACHE_DIR).
 
 --kernels N adds, per model, the N kernel kinds whose lowering and first launch took the most host
 time (Executable.step_timings: a cuDNN plan, a cuBLASLt heuristic, a generated kernel's wait for its
@@ -35,6 +39,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 PARTS = ("first call", "dynamo", "capture", "kiln", "guards", "first run", "rest")
@@ -174,6 +179,7 @@ def main() -> None:
     parser.add_argument("--models", default="resnet50,vit_b_16,bert,gpt2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cache", choices=("cold", "warm"), default="cold")
     parser.add_argument("--compare-capture", action="store_true")
     parser.add_argument("--kernels", type=int, default=0, metavar="N",
                         help="also list each model's N kernel kinds that took the most host time to lower and "
@@ -193,14 +199,20 @@ def main() -> None:
             child = [sys.executable, __file__, "--one", m, "--device", args.device]
             if args.compare_capture:
                 child += ["--compare-capture", "--rotation", str(repeat)]
-            out = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(__file__) or ".")
+            with tempfile.TemporaryDirectory(prefix="kiln-captures-") as captures:
+                env = dict(os.environ, KILN_CAPTURE_CACHE="1", KILN_CAPTURE_CACHE_DIR=captures)
+                for _ in range(2 if args.cache == "warm" and not args.compare_capture else 1):
+                    out = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(__file__) or ".",
+                                         env=env)
             if out.returncode:
                 sys.exit(f"{m}: the child process failed:\n{out.stderr[-3000:]}")
             runs[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
     import torch
 
     parts = ("one trace", "functionalized", "aot_autograd") if args.compare_capture else PARTS
-    print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, median of {args.repeats} fresh processes")
+    cache = "" if args.compare_capture else f", capture cache {args.cache}"
+    print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, median of {args.repeats} fresh processes"
+          f"{cache}")
     captures = "" if args.compare_capture else " captured by |"
     print("| model | " + " | ".join(f"{p} s" for p in parts) + " |" + captures)
     print("|---|" + "---|" * (len(parts) + bool(captures)))

@@ -47,8 +47,9 @@ def measure_once(backend: str, workload: str, timeout: int, env=None) -> dict:
 def measure(backend: str, workload: str, timeout: int, processes: int = 1) -> dict:
     """`processes` fresh processes; latency, device and host ms are the median over them of each process's
     median (the host's speed moves between processes: run 12, run 13). kiln runs at least two on one fresh
-    kernel cache: the first compile is cold (NVRTC runs), the later ones warm; only the first `processes`
-    count for latency."""
+    cache folder: the first compile is cold (NVRTC and the ATen trace run), the later ones warm (kernels and
+    the captured graph read back: kiln.capture_cache keeps it under $KILN_CACHE_DIR/captures); only the
+    first `processes` count for latency."""
     runs = max(processes, 2) if backend == "kiln" else processes
     with tempfile.TemporaryDirectory(prefix="kiln-bench-cache-") as cache:
         env = dict(os.environ, KILN_CACHE_DIR=cache)

@@ -2,7 +2,8 @@
 `torch_dynamo_backends` entry point, so no import of kiln is needed.
 
 Dynamo's graph becomes a core ATen inference graph (in one trace by
-kiln.aten_capture where it can, else through aot_autograd), is partitioned
+kiln.aten_capture where it can, kept by kiln.capture_cache for the next
+compile of the same graph; else through aot_autograd), is partitioned
 into kiln regions and PyTorch fallback nodes, and each region is
 compiled into a kiln Executable. Inference only: when autograd would need to
 record the graph (grad enabled and an input requiring grad) kiln warns once
@@ -70,7 +71,7 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
 
     from torch._dynamo.backends.common import aot_autograd
 
-    from kiln.aten_capture import capture_inference_graph
+    from kiln.capture_cache import capture
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     weight_flags = [_is_weight(n, t) for n, t in zip(placeholders, example_inputs)]
@@ -81,7 +82,7 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
     table = decomposition_table()
-    aten, why = capture_inference_graph(gm, example_inputs, table)
+    aten, why = capture(gm, example_inputs, table)
     if aten is not None:
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))

@@ -1,8 +1,13 @@
 """Shared fixtures: the device under test (CPU always; CUDA when a GPU and
 kiln's CUDA backend are present) and comparison helpers."""
 
+import os
+
 import pytest
 import torch
+
+# Every compile traces: the capture cache's own tests (test_capture_cache.py) turn it on in a folder of their own.
+os.environ["KILN_CAPTURE_CACHE"] = "0"
 
 TOLERANCES = {
     torch.float32: dict(atol=1e-4, rtol=1e-4),
