@@ -7,7 +7,7 @@ An entry's key is a SHA-256 over everything the trace reads:
   function of torch, operator, math or builtins found again under its module and name; a graph calling
   anything else (a user's function, a custom op) is traced every time, never cached.
 - each input's type, shape, strides, storage offset, dtype, device, requires_grad, conjugate and negative
-  bits, and which earlier input shares its storage;
+  bits, whether it is a view, and which earlier input shares its storage;
 - torch's version, kiln's Python sources, grad mode, the default dtype, deterministic algorithms, the
   CPU's vector capability, and on CUDA the device's name and capability and torch's attention backend
   switches.
@@ -76,6 +76,9 @@ def graph_key(gm: fx.GraphModule, example_inputs) -> str | None:
     except _Uncacheable as why:
         log.debug("kiln: capture not cached: %s", why)
         return None
+    except Exception as error:  # noqa: BLE001 - the cache never fails a compile: the graph is traced
+        log.debug("kiln: capture not cached: %s: %s", type(error).__name__, error)
+        return None
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -138,7 +141,7 @@ def _inputs_text(example_inputs) -> str:
             raise _Uncacheable(f"input {k} is a {type(t).__name__}")
         shares = storages.setdefault(t.untyped_storage()._cdata, k)
         lines.append(f"{type(t).__name__} {tuple(t.shape)} {t.stride()} {t.storage_offset()} {t.dtype} {t.device} "
-                     f"{t.requires_grad} {t.is_conj()} {t.is_neg()} {shares}")
+                     f"{t.requires_grad} {t.is_conj()} {t.is_neg()} {t._is_view()} {shares}")
     return "\n".join(lines)
 
 
@@ -175,8 +178,8 @@ def _load(path: pathlib.Path) -> tuple[fx.GraphModule, str] | None:
         if data.get("format") != FORMAT or not isinstance(data.get("capture"), str):
             raise ValueError("not an entry of this format")
         graph = graph_serial.from_data(data["graph"])
-    except (ValueError, AttributeError, KeyError, TypeError) as error:
-        log.debug("kiln: capture cache entry %s unusable: %s", path, error)
+    except Exception as error:  # noqa: BLE001 - an entry that does not make a graph is traced again
+        log.debug("kiln: capture cache entry %s unusable: %s: %s", path, type(error).__name__, error)
         return None
     try:
         os.utime(path)  # most recently used
@@ -186,7 +189,11 @@ def _load(path: pathlib.Path) -> tuple[fx.GraphModule, str] | None:
 
 
 def _store(folder: pathlib.Path, key: str, graph: fx.GraphModule, why: str) -> None:
-    data = graph_serial.to_data(graph)
+    try:
+        data = graph_serial.to_data(graph)
+    except Exception as error:  # noqa: BLE001 - not cached; the compile goes on
+        log.debug("kiln: capture not cached: %s: %s", type(error).__name__, error)
+        return
     if data is None:
         log.debug("kiln: capture not cached: the captured graph has no data form")
         return

@@ -47,10 +47,11 @@ def _compile(model, *inputs):
 
 
 @pytest.mark.parametrize("make", [Block, Constants], ids=["block", "constants"])
-def test_second_compile_reads_the_cache_and_matches_eager(cache, make):
+def test_second_compile_reads_the_cache_and_matches_eager(cache, make, device):
     torch.manual_seed(0)
-    model = make().eval()
+    model = make().eval().to(device)
     inputs = (torch.randn(2, 5, 16), torch.randn(1, 2, 6, 6)) if make is Block else (torch.randn(4, 8),)
+    inputs = tuple(t.to(device) for t in inputs)
     with torch.no_grad():
         expected = model(*inputs)
     first, how_first = _compile(model, *inputs)
