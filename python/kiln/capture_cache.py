@@ -100,10 +100,16 @@ def _graph_text(gm: fx.GraphModule) -> str:
 
 
 def _target_text(target) -> str:
-    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        if target.namespace not in ("aten", "prims"):
-            raise _Uncacheable(f"op {target}")
-        return f"op {target}"
+    if isinstance(target, torch._ops.OpOverload):
+        name = f"{target._schema.name}.{target._overloadname}"  # "aten::add.Tensor"
+    elif isinstance(target, torch._ops.OpOverloadPacket):
+        name = target._qualified_op_name  # "aten::add" (a packet's attributes are its overloads)
+    else:
+        name = None
+    if name is not None:
+        if name.split("::")[0] not in ("aten", "prims"):
+            raise _Uncacheable(f"op {name}")
+        return f"op {name}"
     module, name = getattr(target, "__module__", None), getattr(target, "__name__", None)
     if not isinstance(module, str) or not isinstance(name, str) or module.split(".")[0] not in _MODULES:
         raise _Uncacheable(f"call of {target!r}")

@@ -118,6 +118,19 @@ def test_key_follows_what_the_trace_reads():
     assert _key(lambda a, b: a + b, x, x[:]) != _key(lambda a, b: a + b, x, y)
 
 
+def test_graphs_calling_aten_ops_are_cached(cache):
+    """Dynamo keeps `torch.ops.aten.x(t)` as a call of the op's packet (falcon's `numpy_T`) or overload."""
+    x = torch.randn(4, 8)
+    for fn in (lambda t: torch.ops.aten.numpy_T(t) * 2, lambda t: torch.ops.aten.relu.default(t) + 1):
+        gm, example_inputs = _dynamo_graph(fn, x)
+        assert capture_cache.graph_key(gm, example_inputs) is not None
+        torch._dynamo.reset()
+        _compile(fn, x)
+        got, how = _compile(fn, x)
+        assert how == ["one trace, from the capture cache"]
+        assert_close(got, fn(x))
+
+
 def _user_function(t):
     return t * 2
 
