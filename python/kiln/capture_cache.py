@@ -7,10 +7,11 @@ An entry's key is a SHA-256 over everything the trace reads:
   function of torch, operator, math or builtins found again under its module and name; a graph calling
   anything else (a user's function, a custom op) is traced every time, never cached.
 - each input's type, shape, strides, storage offset, dtype, device, requires_grad, conjugate and negative
-  bits, whether it is a view, and which earlier input shares its storage;
-- torch's version, kiln's Python sources, grad mode, the default dtype, deterministic algorithms, the
-  CPU's vector capability, and on CUDA the device's name and capability and torch's attention backend
-  switches.
+  bits, whether it is a view or an inference tensor, and which earlier input shares its storage;
+- torch's version, kiln's Python sources, the global state Dynamo guards (grad mode, autocast on each
+  device, the default dtype, deterministic algorithms, ...), inference mode, the CPU's vector capability,
+  and on CUDA the device's name and capability, torch's attention backend switches and whether cuDNN is
+  on. Under a torch function or dispatch mode nothing is cached.
 Only a graph kiln captured itself (kiln.aten_capture) is stored; aot_autograd's path is not cached.
 
 Entries are JSON (kiln.graph_serial, never pickle), written to a temporary file and renamed into place; an
@@ -72,6 +73,8 @@ def cache_dir() -> pathlib.Path | None:
 def graph_key(gm: fx.GraphModule, example_inputs) -> str | None:
     """The cache key of capturing `gm` on `example_inputs`, or None when the capture cannot be cached."""
     try:
+        if torch._C._len_torch_dispatch_stack() or torch._C._len_torch_function_stack():
+            raise _Uncacheable("a torch function or dispatch mode is active")  # it may change what is traced
         parts = [_environment(), _graph_text(gm), _inputs_text(example_inputs)]
     except _Uncacheable as why:
         log.debug("kiln: capture not cached: %s", why)
@@ -147,20 +150,30 @@ def _inputs_text(example_inputs) -> str:
             raise _Uncacheable(f"input {k} is a {type(t).__name__}")
         shares = storages.setdefault(t.untyped_storage()._cdata, k)
         lines.append(f"{type(t).__name__} {tuple(t.shape)} {t.stride()} {t.storage_offset()} {t.dtype} {t.device} "
-                     f"{t.requires_grad} {t.is_conj()} {t.is_neg()} {t._is_view()} {shares}")
+                     f"{t.requires_grad} {t.is_conj()} {t.is_neg()} {t._is_view()} {t.is_inference()} {shares}")
     return "\n".join(lines)
 
 
 def _environment() -> str:
-    state = [f"format {FORMAT}", _versions(), f"grad {torch.is_grad_enabled()}", f"dtype {torch.get_default_dtype()}",
-             f"deterministic {torch.are_deterministic_algorithms_enabled()}",
-             f"cpu {torch.backends.cpu.get_cpu_capability()}"]
+    state = [f"format {FORMAT}", _versions(), f"inference mode {torch.is_inference_mode_enabled()}",
+             f"cpu {torch.backends.cpu.get_cpu_capability()}", _global_state()]
     if torch.cuda.is_available():
         b = torch.backends.cuda
         state += [f"cuda {torch.cuda.get_device_name()} {torch.cuda.get_device_capability()}",
                   f"sdp {b.flash_sdp_enabled()} {b.mem_efficient_sdp_enabled()} {b.math_sdp_enabled()} "
-                  f"{b.cudnn_sdp_enabled()}"]
+                  f"{b.cudnn_sdp_enabled()} cudnn {torch.backends.cudnn.enabled}"]
     return "\n".join(state)
+
+
+def _global_state() -> str:
+    """The state Dynamo's own global guard checks (grad mode, autocast per device, default dtype, deterministic
+    algorithms, ...), as its JSON where torch gives it: what Dynamo does not put in its graph, a trace reads."""
+    guard = torch._C._dynamo.guards.GlobalStateGuard()
+    if hasattr(guard, "__getstate__"):
+        return guard.__getstate__()
+    autocast = [(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")]
+    return (f"grad {torch.is_grad_enabled()} dtype {torch.get_default_dtype()} autocast {autocast} "
+            f"{torch.is_autocast_cache_enabled()} deterministic {torch.are_deterministic_algorithms_enabled()}")
 
 
 @functools.cache

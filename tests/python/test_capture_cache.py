@@ -113,9 +113,25 @@ def test_key_follows_what_the_trace_reads():
     assert capture_cache.graph_key(gm, example_inputs) == base
     with torch.no_grad():
         assert capture_cache.graph_key(gm, example_inputs) != base  # grad mode
+    with torch.overrides.TorchFunctionMode():
+        assert capture_cache.graph_key(gm, example_inputs) is None
     y = torch.randn(4, 8)
     # Two inputs on one storage, or on two.
     assert _key(lambda a, b: a + b, x, x[:]) != _key(lambda a, b: a + b, x, y)
+
+
+def test_ambient_autocast_is_in_the_key(cache):
+    """Dynamo leaves an autocast the call runs under out of its graph; the trace inserts its casts."""
+    torch.manual_seed(0)
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(4, 8)
+    _compile(model, x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, how = _compile(model, x)
+        with torch.no_grad():
+            expected = model(x)
+    assert how == ["one trace"]
+    assert got.dtype == torch.bfloat16
+    assert_close(got, expected)
 
 
 def test_graphs_calling_aten_ops_are_cached(cache):
