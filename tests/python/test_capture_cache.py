@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import assert_close
-from kiln import capture_cache, graph_serial
+from kiln import capture_cache, capture_key, graph_serial
 from kiln.decompositions import decomposition_table
 from kiln.dynamo_backend import kiln_backend
 from test_aten_capture import Block, _dynamo_graph, _signature
@@ -97,7 +97,7 @@ def test_weights_are_not_in_the_cache(cache):
 def _key(fn, *inputs):
     gm, example_inputs = _dynamo_graph(fn, *inputs)
     torch._dynamo.reset()
-    return capture_cache.graph_key(gm, example_inputs)
+    return capture_key.graph_key(gm, example_inputs)
 
 
 def test_key_follows_what_the_trace_reads():
@@ -110,14 +110,46 @@ def test_key_follows_what_the_trace_reads():
     assert _key(lambda t: torch.relu(t) * 2.0, x.double()) != base  # a dtype
     assert _key(lambda t: torch.relu(t) * 2.0, torch.randn(8, 4).t()) != base  # strides
     gm, example_inputs = _dynamo_graph(lambda t: torch.relu(t) * 2.0, x)
-    assert capture_cache.graph_key(gm, example_inputs) == base
+    assert capture_key.graph_key(gm, example_inputs) == base
     with torch.no_grad():
-        assert capture_cache.graph_key(gm, example_inputs) != base  # grad mode
-    with torch.overrides.TorchFunctionMode():
-        assert capture_cache.graph_key(gm, example_inputs) is None
+        assert capture_key.graph_key(gm, example_inputs) != base  # grad mode
     y = torch.randn(4, 8)
     # Two inputs on one storage, or on two.
     assert _key(lambda a, b: a + b, x, x[:]) != _key(lambda a, b: a + b, x, y)
+
+
+@pytest.mark.parametrize("switch", ["flash_sdp", "math_sdp_reduction", "sdp_order", "mkldnn", "opt_einsum"])
+def test_backend_switches_are_in_the_key(switch):
+    """Switches a decomposition or an op choice reads while tracing (found by review: torch's CPU attention
+    choice, the math path's casts, the LSTM decomposition, einsum's contraction order)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    gm, example_inputs = _dynamo_graph(lambda t: torch.relu(t) * 2.0, torch.randn(4, 8))
+    base = capture_key.graph_key(gm, example_inputs)
+    b = torch.backends
+    flips = {"flash_sdp": (b.cuda.flash_sdp_enabled, b.cuda.enable_flash_sdp),
+             "math_sdp_reduction": (b.cuda.fp16_bf16_reduction_math_sdp_allowed,
+                                    b.cuda.allow_fp16_bf16_reduction_math_sdp),
+             "mkldnn": (torch._C._get_mkldnn_enabled, torch._C._set_mkldnn_enabled)}
+    if switch == "sdp_order":
+        with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION], set_priority=True):
+            assert capture_key.graph_key(gm, example_inputs) != base
+    elif switch == "opt_einsum":
+        before = b.opt_einsum.enabled
+        b.opt_einsum.enabled = not before
+        try:
+            assert capture_key.graph_key(gm, example_inputs) != base
+        finally:
+            b.opt_einsum.enabled = before
+    else:
+        get, set_ = flips[switch]
+        before = get()
+        set_(not before)
+        try:
+            assert capture_key.graph_key(gm, example_inputs) != base
+        finally:
+            set_(before)
+    assert capture_key.graph_key(gm, example_inputs) == base
 
 
 def test_ambient_autocast_is_in_the_key(cache):
@@ -139,7 +171,7 @@ def test_graphs_calling_aten_ops_are_cached(cache):
     x = torch.randn(4, 8)
     for fn in (lambda t: torch.ops.aten.numpy_T(t) * 2, lambda t: torch.ops.aten.relu.default(t) + 1):
         gm, example_inputs = _dynamo_graph(fn, x)
-        assert capture_cache.graph_key(gm, example_inputs) is not None
+        assert capture_key.graph_key(gm, example_inputs) is not None
         torch._dynamo.reset()
         _compile(fn, x)
         got, how = _compile(fn, x)
@@ -155,7 +187,7 @@ def test_graphs_calling_unnamed_functions_are_not_cached(cache):
     allowed = torch._dynamo.allow_in_graph(_user_function)
     gm, example_inputs = _dynamo_graph(lambda t: allowed(torch.relu(t)), torch.randn(4, 8))
     assert any(n.target is _user_function for n in gm.graph.nodes)
-    assert capture_cache.graph_key(gm, example_inputs) is None
+    assert capture_key.graph_key(gm, example_inputs) is None
     got, _ = _compile(lambda t: allowed(torch.relu(t)), torch.randn(4, 8))
     assert list(cache.glob("*.json")) == []
 
@@ -167,14 +199,14 @@ def test_damaged_entry_is_traced_again(cache):
     (entry,) = cache.glob("*.json")
     with torch.no_grad():
         expected = model(x)
-    for damage in (b"{not json", json.dumps({"format": 1, "capture": "one trace",
+    for damage in (b"{not json", b"[" * 100000, json.dumps({"format": 1, "capture": "one trace",
                                               "graph": {"nodes": [{"op": "call_function", "target": "aten::nope.x",
                                                                    "name": "a", "args": [], "kwargs": {}}]}}).encode()):
         entry.write_bytes(damage)
         got, how = _compile(model, x)
         assert how == ["one trace"]
         assert_close(got, expected)
-        assert json.loads(entry.read_bytes())["format"] == capture_cache.FORMAT  # rewritten
+        assert json.loads(entry.read_bytes())["format"] == capture_key.FORMAT  # rewritten
 
 
 def test_off_writes_nothing(cache, monkeypatch):
