@@ -5,8 +5,8 @@ the benchmark models on the dev CPU (docs/benchmarks.md).
 An entry is found by kiln.capture_key's SHA-256 of everything the trace reads. Only a graph kiln
 captured itself (kiln.aten_capture) with kiln's decomposition table is stored; aot_autograd's path is
 not cached. Entries are JSON (kiln.graph_serial, never pickle), written to a temporary file and renamed
-into place; an entry that does not read back is traced again and overwritten, and no failure of the
-cache fails a compile. KILN_CAPTURE_CACHE=0 turns the cache off; KILN_CAPTURE_CACHE_DIR sets its folder
+into place; an entry that does not read back, or whose outputs' shapes, dtypes and devices are not the
+ones Dynamo recorded, is traced again and overwritten, and no failure of the cache fails a compile. KILN_CAPTURE_CACHE=0 turns the cache off; KILN_CAPTURE_CACHE_DIR sets its folder
 (default: captures/ in $KILN_CACHE_DIR, else ~/.cache/kiln/captures). It keeps the 512 most recently
 used entries."""
 
@@ -38,7 +38,7 @@ def capture(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.Grap
     key = graph_key(gm, example_inputs) if folder is not None and decompositions == decomposition_table() else None
     if key is not None:
         hit = _load(folder / f"{key}.json")
-        if hit is not None:
+        if hit is not None and _outputs_agree(gm, hit[0]):
             return hit
     graph, why = capture_inference_graph(gm, example_inputs, decompositions)
     if key is not None and graph is not None:
@@ -77,6 +77,23 @@ def _load(path: pathlib.Path) -> tuple[fx.GraphModule, str] | None:
     except OSError:
         pass
     return graph, f"{data['capture']}, from the capture cache"
+
+
+def _outputs_agree(gm: fx.GraphModule, graph: fx.GraphModule) -> bool:
+    """A last check of a hit against what Dynamo recorded: each output's shape, dtype and device. A state the
+    key missed that changes them (as autocast would have) gives a trace instead of a wrong graph."""
+    def types(module, meta):
+        out = next(n for n in reversed(module.graph.nodes) if n.op == "output").args[0]
+        values = [a.meta.get(meta) if isinstance(a, fx.Node) else a for a in (out if isinstance(out, (list, tuple))
+                                                                               else [out])]
+        return [(tuple(v.shape), v.dtype, v.device) if hasattr(v, "dtype") else None for v in values]
+
+    recorded, cached = types(gm, "example_value"), types(graph, "val")
+    agree = len(recorded) == len(cached) and all(r is None or r == c for r, c in zip(recorded, cached))
+    if not agree:
+        log.warning("kiln: a capture cache entry's outputs (%s) differ from Dynamo's (%s); traced again. Please "
+                    "report this: the cache key misses something the trace reads.", cached, recorded)
+    return agree
 
 
 def _store(folder: pathlib.Path, key: str, graph: fx.GraphModule, why: str) -> None:

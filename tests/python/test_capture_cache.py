@@ -166,6 +166,22 @@ def test_ambient_autocast_is_in_the_key(cache):
     assert_close(got, expected)
 
 
+def test_a_hit_whose_outputs_differ_from_dynamos_is_traced_again(cache, monkeypatch):
+    """The last check of a hit: were autocast missing from the key, the f32 entry would meet Dynamo's bf16."""
+    from kiln import capture_key
+
+    torch.manual_seed(0)
+    model, x = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval(), torch.randn(4, 8)
+    monkeypatch.setattr(capture_key, "_global_state", lambda: "")
+    _compile(model, x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, how = _compile(model, x)
+        with torch.no_grad():
+            expected = model(x)
+    assert how == ["one trace"]
+    assert_close(got, expected)
+
+
 def test_graphs_calling_aten_ops_are_cached(cache):
     """Dynamo keeps `torch.ops.aten.x(t)` as a call of the op's packet (falcon's `numpy_T`) or overload."""
     x = torch.randn(4, 8)
