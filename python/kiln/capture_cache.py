@@ -2,9 +2,10 @@
 model again (a new process, the same torch and kiln) skips the ATen trace, 0.5-1.0 s of a first call for
 the benchmark models on the dev CPU (docs/benchmarks.md).
 
-An entry is found by kiln.capture_key's SHA-256 of everything the trace reads. Only a graph kiln
-captured itself (kiln.aten_capture) with kiln's decomposition table is stored; aot_autograd's path is
-not cached. Entries are JSON (kiln.graph_serial, never pickle), written to a temporary file and renamed
+An entry is found by kiln.capture_key's SHA-256 of everything the trace reads. It holds the graph kiln
+captured itself (kiln.aten_capture) with kiln's decomposition table, or that the graph needs aot_autograd
+(an input written in place, as a static key/value cache is) and why: the next compile goes straight to
+aot_autograd instead of tracing once for nothing first. aot_autograd's own graphs are not cached. Entries are JSON (kiln.graph_serial, never pickle), written to a temporary file and renamed
 into place; an entry that does not read back, or whose outputs' shapes, dtypes and devices are not the
 ones Dynamo recorded, is traced again and overwritten, and no failure of the cache fails a compile. KILN_CAPTURE_CACHE=0 turns the cache off; KILN_CAPTURE_CACHE_DIR sets its folder
 (default: captures/ in $KILN_CACHE_DIR, else ~/.cache/kiln/captures). It keeps the 512 most recently
@@ -38,10 +39,11 @@ def capture(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.Grap
     key = graph_key(gm, example_inputs) if folder is not None and decompositions == decomposition_table() else None
     if key is not None:
         hit = _load(folder / f"{key}.json")
-        if hit is not None and _outputs_agree(gm, hit[0]):
+        # A graph kiln cannot capture itself goes to aot_autograd, which takes any graph: that answer needs no check.
+        if hit is not None and (hit[0] is None or _outputs_agree(gm, hit[0])):
             return hit
     graph, why = capture_inference_graph(gm, example_inputs, decompositions)
-    if key is not None and graph is not None:
+    if key is not None:
         _store(folder, key, graph, why)
     return graph, why
 
@@ -68,7 +70,7 @@ def _load(path: pathlib.Path) -> tuple[fx.GraphModule, str] | None:
     try:
         if data.get("format") != FORMAT or not isinstance(data.get("capture"), str):
             raise ValueError("not an entry of this format")
-        graph = graph_serial.from_data(data["graph"])
+        graph = None if data["graph"] is None else graph_serial.from_data(data["graph"])
     except Exception as error:  # noqa: BLE001 - an entry that does not make a graph is traced again
         log.debug("kiln: capture cache entry %s unusable: %s: %s", path, type(error).__name__, error)
         return None
@@ -96,13 +98,14 @@ def _outputs_agree(gm: fx.GraphModule, graph: fx.GraphModule) -> bool:
     return agree
 
 
-def _store(folder: pathlib.Path, key: str, graph: fx.GraphModule, why: str) -> None:
+def _store(folder: pathlib.Path, key: str, graph: fx.GraphModule | None, why: str) -> None:
+    """Writes `graph` (None: the graph needs aot_autograd, and `why`) as the entry of `key`."""
     try:
-        data = graph_serial.to_data(graph)
+        data = None if graph is None else graph_serial.to_data(graph)
     except Exception as error:  # noqa: BLE001 - not cached; the compile goes on
         log.debug("kiln: capture not cached: %s: %s", type(error).__name__, error)
         return
-    if data is None:
+    if data is None and graph is not None:
         log.debug("kiln: capture not cached: the captured graph has no data form")
         return
     try:

@@ -225,6 +225,39 @@ def test_damaged_entry_is_traced_again(cache):
         assert json.loads(entry.read_bytes())["format"] == capture_key.FORMAT  # rewritten
 
 
+class CacheWrite(torch.nn.Module):
+    """A static key/value cache's step: a buffer written in place, which only aot_autograd captures."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.register_buffer("cache", torch.zeros(4, 8))
+
+    def forward(self, x, position):
+        self.cache.index_copy_(0, position, self.proj(x))
+        return self.cache.sum(0)
+
+
+def test_a_graph_that_needs_aot_autograd_goes_there_at_once(cache, monkeypatch):
+    from kiln import aten_capture
+
+    x, position = torch.randn(1, 8), torch.tensor([2])
+    model, reference = CacheWrite().eval(), CacheWrite().eval()
+    reference.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        expected = [reference(x, position).clone() for _ in range(2)]
+    _, how = _compile(model, x, position)
+    assert how == ["aot_autograd (the graph mutates an input)"]
+    traces = []
+    real = aten_capture.capture_inference_graph
+    monkeypatch.setattr(aten_capture, "capture_inference_graph", lambda *a, **k: traces.append(1) or real(*a, **k))
+    model.cache.zero_()
+    got, how = _compile(model, x, position)
+    assert how == ["aot_autograd (the graph mutates an input, from the capture cache)"] and traces == []
+    assert_close(got, expected[0])
+    assert_close(model.cache, reference.cache)
+
+
 def test_off_writes_nothing(cache, monkeypatch):
     monkeypatch.setenv("KILN_CAPTURE_CACHE", "0")
     _, how = _compile(Constants().eval(), torch.randn(4, 8))
