@@ -41,6 +41,7 @@ def capture(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.Grap
         hit = _load(folder / f"{key}.json")
         # A graph kiln cannot capture itself goes to aot_autograd, which takes any graph: that answer needs no check.
         if hit is not None and (hit[0] is None or _outputs_agree(gm, hit[0])):
+            log.debug("kiln: capture read from the cache (%s)", key)
             return hit
     graph, why = capture_inference_graph(gm, example_inputs, decompositions)
     if key is not None:

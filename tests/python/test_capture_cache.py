@@ -255,6 +255,19 @@ def test_off_writes_nothing(cache, monkeypatch):
     assert how == ["one trace"] and list(cache.glob("*")) == []
 
 
+def test_unwritable_folder_costs_only_the_cache(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("KILN_CAPTURE_CACHE", "1")
+    monkeypatch.setenv("KILN_CAPTURE_CACHE_DIR", str(tmp_path / "file" / "captures"))
+    torch.manual_seed(0)
+    model, x = Constants().eval(), torch.randn(4, 8)
+    for _ in range(2):
+        got, how = _compile(model, x)
+        assert how == ["one trace"]
+        with torch.no_grad():
+            assert_close(got, model(x))
+
+
 def test_oldest_entries_go(cache, monkeypatch):
     monkeypatch.setattr(capture_cache, "MAX_ENTRIES", 2)
     for n in (3, 4, 5):
