@@ -3,13 +3,15 @@ model again (a new process, the same torch and kiln) skips the ATen trace, 0.5-1
 the benchmark models on the dev CPU (docs/benchmarks.md).
 
 An entry is found by kiln.capture_key's SHA-256 of everything the trace reads. It holds the graph kiln
-captured itself (kiln.aten_capture) with kiln's decomposition table, or that the graph needs aot_autograd
+captured itself (kiln.aten_capture, with kiln's decomposition table), or that the graph needs aot_autograd
 (an input written in place, as a static key/value cache is) and why: the next compile goes straight to
-aot_autograd instead of tracing once for nothing first. aot_autograd's own graphs are not cached. Entries are JSON (kiln.graph_serial, never pickle), written to a temporary file and renamed
-into place; an entry that does not read back, or whose outputs' shapes, dtypes and devices are not the
-ones Dynamo recorded, is traced again and overwritten, and no failure of the cache fails a compile. KILN_CAPTURE_CACHE=0 turns the cache off; KILN_CAPTURE_CACHE_DIR sets its folder
-(default: captures/ in $KILN_CACHE_DIR, else ~/.cache/kiln/captures). It keeps the 512 most recently
-used entries."""
+aot_autograd instead of tracing once for nothing first. aot_autograd's own graphs are not cached.
+
+Entries are JSON (kiln.graph_serial, never pickle), written to a temporary file and renamed into place. An
+entry that does not read back, or whose outputs' shapes, dtypes and devices are not the ones Dynamo
+recorded, is traced again and overwritten; no failure of the cache fails a compile. KILN_CAPTURE_CACHE=0
+turns the cache off; KILN_CAPTURE_CACHE_DIR sets its folder (default: captures/ in $KILN_CACHE_DIR, else
+~/.cache/kiln/captures). It keeps the 512 most recently used entries."""
 
 from __future__ import annotations
 
@@ -30,20 +32,20 @@ log = logging.getLogger("kiln")
 MAX_ENTRIES = 512
 
 
-def capture(gm: fx.GraphModule, example_inputs, decompositions) -> tuple[fx.GraphModule | None, str]:
-    """kiln.aten_capture.capture_inference_graph's result for `gm`, from the cache when it holds it."""
+def capture(gm: fx.GraphModule, example_inputs) -> tuple[fx.GraphModule | None, str]:
+    """kiln.aten_capture.capture_inference_graph's result for `gm` with kiln's decomposition table, from the
+    cache when it holds it."""
     from kiln.aten_capture import capture_inference_graph
 
     folder = cache_dir()
-    # The key holds no table: another one (a caller's own) is traced every time.
-    key = graph_key(gm, example_inputs) if folder is not None and decompositions == decomposition_table() else None
+    key = graph_key(gm, example_inputs) if folder is not None else None
     if key is not None:
         hit = _load(folder / f"{key}.json")
         # A graph kiln cannot capture itself goes to aot_autograd, which takes any graph: that answer needs no check.
         if hit is not None and (hit[0] is None or _outputs_agree(gm, hit[0])):
             log.debug("kiln: capture read from the cache (%s)", key)
             return hit
-    graph, why = capture_inference_graph(gm, example_inputs, decompositions)
+    graph, why = capture_inference_graph(gm, example_inputs, decomposition_table())
     if key is not None:
         _store(folder, key, graph, why)
     return graph, why
@@ -109,17 +111,16 @@ def _store(folder: pathlib.Path, key: str, graph: fx.GraphModule | None, why: st
     if data is None and graph is not None:
         log.debug("kiln: capture not cached: the captured graph has no data form")
         return
+    text = json.dumps({"format": FORMAT, "capture": why, "graph": data})
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as f:
-            temporary = pathlib.Path(f.name)
-            try:
-                json.dump({"format": FORMAT, "capture": why, "graph": data}, f)
-            except BaseException:
-                f.close()
-                temporary.unlink(missing_ok=True)
-                raise
-        os.replace(temporary, folder / f"{key}.json")
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as f:
+                f.write(text)
+            os.replace(temporary, folder / f"{key}.json")
+        finally:
+            pathlib.Path(temporary).unlink(missing_ok=True)  # left only when the write failed
         _prune(folder)
     except OSError as error:  # a read-only or full disk costs the next compile a trace, nothing more
         log.debug("kiln: capture cache not written: %s", error)

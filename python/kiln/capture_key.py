@@ -29,6 +29,8 @@ import sys
 import torch
 import torch.fx as fx
 
+from kiln.torch_types import op_name
+
 log = logging.getLogger("kiln")
 
 FORMAT = 1  # bump when an entry's meaning changes
@@ -69,12 +71,7 @@ def _graph_text(gm: fx.GraphModule) -> str:
 
 
 def _target_text(target) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        name = f"{target._schema.name}.{target._overloadname}"  # "aten::add.Tensor"
-    elif isinstance(target, torch._ops.OpOverloadPacket):
-        name = target._qualified_op_name  # "aten::add" (a packet's attributes are its overloads)
-    else:
-        name = None
+    name = op_name(target)
     if name is not None:
         if name.split("::")[0] not in ("aten", "prims"):
             raise _Uncacheable(f"op {name}")

@@ -81,12 +81,11 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
-    table = decomposition_table()
-    aten, why = capture(gm, example_inputs, table)
+    aten, why = capture(gm, example_inputs)
     if aten is not None:
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
-    return aot_autograd(fw_compiler=boxed, decompositions=table)(gm, example_inputs)
+    return aot_autograd(fw_compiler=boxed, decompositions=decomposition_table())(gm, example_inputs)
 
 
 def _boxed(compiler, gm: torch.fx.GraphModule, example_inputs):

@@ -15,10 +15,19 @@ import operator
 import torch
 import torch.fx as fx
 
+from kiln.torch_types import op_name
+
 _NAMESPACES = ("aten", "prims")
-_FORMATS = {str(f).removeprefix("torch."): f for f in (torch.contiguous_format, torch.channels_last,
-                                                       torch.channels_last_3d, torch.preserve_format)}
-_LAYOUTS = {str(layout).removeprefix("torch."): layout for layout in (torch.strided, torch.sparse_coo)}
+
+
+def _name(value) -> str:
+    """torch.float16 -> "float16", torch.channels_last -> "channels_last"."""
+    return str(value).removeprefix("torch.")
+
+
+_FORMATS = {_name(f): f for f in (torch.contiguous_format, torch.channels_last, torch.channels_last_3d,
+                                  torch.preserve_format)}
+_LAYOUTS = {_name(layout): layout for layout in (torch.strided, torch.sparse_coo)}
 _CONSTANT_ELEMENTS = 1024
 
 
@@ -82,9 +91,10 @@ def from_data(data: dict) -> fx.GraphModule:
 def _target_name(target) -> str:
     if target is operator.getitem:
         return "getitem"
-    if isinstance(target, torch._ops.OpOverload) and target.namespace in _NAMESPACES:
-        return f"{target._schema.name}.{target._overloadname}"
-    raise _NoDataForm
+    name = op_name(target) if isinstance(target, torch._ops.OpOverload) else None
+    if name is None or name.split("::")[0] not in _NAMESPACES:
+        raise _NoDataForm
+    return name
 
 
 def _target(name: str):
@@ -112,13 +122,13 @@ def _arg(a, index: dict):
     if type(a) is slice:
         return {"slice": [_arg(a.start, index), _arg(a.stop, index), _arg(a.step, index)]}
     if isinstance(a, torch.dtype):
-        return {"dtype": str(a).removeprefix("torch.")}
+        return {"dtype": _name(a)}
     if isinstance(a, torch.device):
         return {"device": str(a)}
-    if isinstance(a, torch.layout) and str(a).removeprefix("torch.") in _LAYOUTS:
-        return {"layout": str(a).removeprefix("torch.")}
-    if isinstance(a, torch.memory_format) and str(a).removeprefix("torch.") in _FORMATS:
-        return {"memory_format": str(a).removeprefix("torch.")}
+    if isinstance(a, torch.layout) and _name(a) in _LAYOUTS:
+        return {"layout": _name(a)}
+    if isinstance(a, torch.memory_format) and _name(a) in _FORMATS:
+        return {"memory_format": _name(a)}
     raise _NoDataForm
 
 
@@ -149,7 +159,7 @@ def _constant(t) -> dict:
     if type(t) is not torch.Tensor or t.requires_grad or t.is_complex() or t.numel() > _CONSTANT_ELEMENTS \
             or t.layout != torch.strided:
         raise _NoDataForm
-    return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "device": str(t.device),
+    return {"dtype": _name(t.dtype), "shape": list(t.shape), "device": str(t.device),
             "values": t.tolist()}
 
 
@@ -164,8 +174,7 @@ def _value(v):
         sizes = [*v.shape, *v.stride(), v.storage_offset()]
         if any(type(s) is not int for s in sizes):
             raise _NoDataForm  # symbolic
-        return {"tensor": [list(v.shape), list(v.stride()), v.storage_offset(), str(v.dtype).removeprefix("torch."),
-                           str(v.device)]}
+        return {"tensor": [list(v.shape), list(v.stride()), v.storage_offset(), _name(v.dtype), str(v.device)]}
     if isinstance(v, (list, tuple)):
         return {"values": [_value(x) for x in v], "tuple": isinstance(v, tuple)}
     raise _NoDataForm

@@ -28,6 +28,15 @@ def kiln_dtype_name(dtype: torch.dtype) -> str | None:
 
 def aten_name(target) -> str | None:
     """'aten.add.Tensor' for torch.ops.aten.add.Tensor; None for anything else."""
-    if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
-        return f"aten.{target._schema.name.split('::')[1]}.{target._overloadname}"
+    name = op_name(target) if isinstance(target, torch._ops.OpOverload) else None
+    return name.replace("::", ".", 1) if name is not None and name.startswith("aten::") else None
+
+
+def op_name(target) -> str | None:
+    """'aten::add.Tensor' for an op overload, 'aten::add' for an op packet (any namespace); None for anything
+    else."""
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target._schema.name}.{target._overloadname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return target._qualified_op_name  # a packet's attributes are its overloads: no .namespace
     return None

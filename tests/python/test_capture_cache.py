@@ -11,7 +11,6 @@ import torch
 
 from conftest import assert_close
 from kiln import capture_cache, capture_key, graph_serial
-from kiln.decompositions import decomposition_table
 from kiln.dynamo_backend import kiln_backend
 from test_aten_capture import Block, _dynamo_graph, _signature
 
@@ -67,8 +66,8 @@ def test_second_compile_reads_the_cache_and_matches_eager(cache, make, device):
 
 def test_cached_graph_is_the_traced_graph(cache):
     gm, example_inputs = _dynamo_graph(Constants().eval(), torch.randn(4, 8))
-    traced, how = capture_cache.capture(gm, example_inputs, decomposition_table())
-    cached, how_cached = capture_cache.capture(gm, example_inputs, decomposition_table())
+    traced, how = capture_cache.capture(gm, example_inputs)
+    cached, how_cached = capture_cache.capture(gm, example_inputs)
     assert how_cached == f"{how}, from the capture cache"
     assert _signature(cached) == _signature(traced)
     for a, b in zip(traced.graph.nodes, cached.graph.nodes):
