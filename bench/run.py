@@ -9,6 +9,7 @@ Not a test: run it on a GPU machine."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -44,16 +45,28 @@ def measure_once(backend: str, workload: str, timeout: int, env=None) -> dict:
     return json.loads(lines[-1])
 
 
-def measure(backend: str, workload: str, timeout: int, processes: int = 1) -> dict:
-    """`processes` fresh processes; latency, device and host ms are the median over them of each process's
-    median (the host's speed moves between processes: run 12, run 13). kiln runs at least two on one fresh
-    cache folder: the first compile is cold (NVRTC and the ATen trace run), the later ones warm (kernels and
-    the captured graph read back: kiln.capture_cache keeps it under $KILN_CACHE_DIR/captures); only the
-    first `processes` count for latency."""
-    runs = max(processes, 2) if backend == "kiln" else processes
-    with tempfile.TemporaryDirectory(prefix="kiln-bench-cache-") as cache:
-        env = dict(os.environ, KILN_CACHE_DIR=cache)
-        samples = [measure_once(backend, workload, timeout, env) for _ in range(runs)]
+def measure_workload(workload: str, backends: list[str], timeout: int, processes: int = 1) -> list[dict]:
+    """Each backend's row for `workload`, from `processes` fresh processes per backend run in rounds (every
+    backend once, then every backend again), so a drift of the host's speed over minutes (run 12, run 13)
+    falls on all backends alike instead of on whichever ran its processes during it. Latency, device and
+    host ms are the median over a backend's processes of each process's median. kiln runs at least two on
+    one fresh cache folder: the first compile is cold (NVRTC and the ATen trace run), the later ones warm
+    (kernels and the captured graph read back: kiln.capture_cache keeps it under
+    $KILN_CACHE_DIR/captures); only the first `processes` count for latency. A backend whose process
+    failed runs no more and its row is that error."""
+    rounds = max(processes, 2) if "kiln" in backends else processes
+    samples: dict[str, list[dict]] = {b: [] for b in backends}
+    with contextlib.ExitStack() as stack:
+        envs = {b: dict(os.environ, KILN_CACHE_DIR=stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="kiln-bench-cache-"))) for b in backends}
+        for i in range(rounds):
+            for b in backends:
+                if (i < processes or b == "kiln") and not any("error" in r for r in samples[b]):
+                    samples[b].append(measure_once(b, workload, timeout, envs[b]))
+    return [_row(b, samples[b], processes) for b in backends]
+
+
+def _row(backend: str, samples: list[dict], processes: int) -> dict:
     failed = [r for r in samples if "error" in r]
     if failed:
         return failed[0]
@@ -104,7 +117,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE.parent / "docs" / "benchmarks.md"))
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("--processes", type=int, default=1,
-                        help="fresh processes per backend and workload; the table shows the median over them")
+                        help="fresh processes per backend and workload, in rounds over the backends; the table shows "
+                        "the median over them")
     parser.add_argument("--json", help="also append each result to this file as one JSON line")
     parser.add_argument("--merge", action="append", default=[],
                         help="JSON-lines file of earlier results (same machine) to put in the table too")
@@ -113,8 +127,7 @@ def main() -> None:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     results = [json.loads(line) for path in args.merge for line in pathlib.Path(path).read_text().splitlines() if line]
     for workload in args.workloads.split(","):
-        for backend in args.backends.split(","):
-            r = measure(backend, workload, args.timeout, args.processes)
+        for r in measure_workload(workload, args.backends.split(","), args.timeout, args.processes):
             print(json.dumps(r), flush=True)
             results.append(r)
             if args.json:
