@@ -37,9 +37,8 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
         examples = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         # Later specializations see the weights weakly: a compiled graph must not keep the model's tensors.
         weak = None if weight_tensors is None else {k: weakref.ref(t) for k, t in weight_tensors.items()}
-        module = ShapeSpecialized(
-            gm, examples, lambda g: compile_fx_graph(g, weights, device, options, _alive(weak), weight_names))
-        return module, module.first_report
+        module = ShapeSpecialized(gm, lambda g: compile_fx_graph(g, weights, device, options, _alive(weak), weight_names))
+        return module, module.add(examples)
     start = time.perf_counter()
     trace = new_trace(f"graph {next(_graph_ids)}", str(device))
     rewrite_as_strided_views(gm)

@@ -15,6 +15,8 @@ import operator
 import torch
 import torch.fx as fx
 
+from kiln.fake_values import fake_tensor
+from kiln.lazy_graph_module import lazy_graph_module
 from kiln.torch_types import op_name
 
 _NAMESPACES = ("aten", "prims")
@@ -85,7 +87,7 @@ def from_data(data: dict) -> fx.GraphModule:
             made.append(node)
     except (KeyError, IndexError, TypeError, AttributeError, RuntimeError) as error:
         raise ValueError(f"not a captured graph ({type(error).__name__}: {error})") from error
-    return fx.GraphModule(root, graph)
+    return lazy_graph_module(root, graph)
 
 
 def _target_name(target) -> str:
@@ -181,19 +183,11 @@ def _value(v):
 
 
 def _unvalue(v, mode):
-    from torch._subclasses.fake_tensor import FakeTensor
-
     if v is None or type(v) in (bool, int, float):
         return v
     if "tensor" in v:
         shape, stride, offset, dtype, device = v["tensor"]
-        dtype = _dtype(dtype)
-        # A meta tensor wrapped directly: a tenth of the time of an empty_strided under the fake mode.
-        meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
-        if offset:
-            extent = offset + 1 + sum((s - 1) * st for s, st in zip(shape, stride) if s > 0)
-            meta = torch.empty(extent, dtype=dtype, device="meta").as_strided(shape, stride, offset)
-        return FakeTensor(mode, meta, torch.device(device))
+        return fake_tensor(mode, shape, stride, offset, _dtype(dtype), device)
     values = [_unvalue(x, mode) for x in v["values"]]
     return tuple(values) if v["tuple"] else values
 

@@ -19,6 +19,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from kiln import _kiln
 from kiln.fx_import import ImportFailure, import_graph
+from kiln.lazy_graph_module import lazy_graph_module
 from kiln.torch_types import aten_name, kiln_dtype_name
 
 
@@ -86,7 +87,7 @@ def _copy_module(gm: fx.GraphModule) -> fx.GraphModule:
     graph = fx.Graph()
     out = graph.graph_copy(gm.graph, {})
     graph.output(out)
-    return fx.GraphModule(gm, graph)
+    return lazy_graph_module(gm, graph)
 
 
 @dataclasses.dataclass
@@ -162,7 +163,7 @@ def _whole_graph_region(gm: fx.GraphModule) -> fx.GraphModule | None:
         for i, r in enumerate(results):
             outer_env[r] = outer.call_function(operator.getitem, (call, i))
     outer.output(fx.map_arg(output.args[0], outer_env.__getitem__))
-    return fx.GraphModule({**attributes, "fused_0": _RegionGraph(sub)}, outer)
+    return lazy_graph_module({**attributes, "fused_0": _RegionGraph(sub)}, outer)
 
 
 class _RegionGraph(torch.nn.Module):
