@@ -76,8 +76,11 @@ void use_single_threaded_blas() {
   (void)once;
 }
 
-// Least work per piece of a split product: below it the pool's dispatch costs more than it saves.
+// Least work per piece of a split product: below it the pool's dispatch costs more than it saves. A
+// product with few rows (a decoding step's, one row per sequence) is bound by reading the weight, not by
+// arithmetic: a core streams about 800 KB in the time it computes 4e6 flops, so bytes count as well.
 constexpr double kMinFlopsPerPiece = 4e6;
+constexpr double kMinBytesPerPiece = 8e5;
 
 // C = A @ B through BLAS, in column pieces (or row pieces when C is tall) run on the pool. Each piece
 // is the same product over a slice of C, so every element is summed as by one call.
@@ -87,7 +90,9 @@ void blas_gemm_parallel(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
   for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v, "size");
   use_single_threaded_blas();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const int64_t pieces = std::min<int64_t>(pool.size(), static_cast<int64_t>(flops / kMinFlopsPerPiece));
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(m * k + k * n + m * n);
+  const int64_t pieces = std::min<int64_t>(
+      pool.size(), static_cast<int64_t>(std::max(flops / kMinFlopsPerPiece, bytes / kMinBytesPerPiece)));
   if (pieces <= 1) {
     blas_gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return;

@@ -148,12 +148,15 @@ void check_gemm(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_trans
 }
 
 TEST(Gemm, ProductsSplitOverThePoolMatchTheReference) {
-  // Over 4 MFLOP a piece: BLAS runs in column pieces (n >= m) or row pieces (m > n) on the pool; the pieces'
-  // offsets follow the transpose flags, and each accumulates into its own slice of C.
+  // Over 4 MFLOP or 800 KB of operands a piece: BLAS runs in column pieces (n >= m) or row pieces (m > n) on
+  // the pool; the pieces' offsets follow the transpose flags, and each accumulates into its own slice of C.
+  // The one-row products (a decoding step's) split by their operands' bytes, not their flops.
   for (bool at : {false, true})
     for (bool bt : {false, true}) {
       check_gemm(70, 261, 300, at, bt, 11);
       check_gemm(261, 70, 300, at, bt, 12);
+      check_gemm(1, 1100, 400, at, bt, 13);
+      check_gemm(2, 900, 500, at, bt, 14);
     }
 }
 
