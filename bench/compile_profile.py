@@ -69,17 +69,13 @@ def main() -> None:
         fn(*inputs)
         torch.cuda.synchronize()
         first = time.perf_counter() - start
-    text = io.StringIO()
-    stats = pstats.Stats(prof, stream=text)
     print(f"== kiln on {args.workload}: first call {first:.3f} s, of which kiln's compile and first region "
-          f"calls {stats.total_tt:.3f} s (under cProfile)")
-    stats.sort_stats("tottime").print_stats(args.top)
-    print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
-    text.seek(0)
-    text.truncate()
-    stats.sort_stats("cumulative").print_stats(args.top)
-    print("-- by cumulative time:")
-    print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
+          f"calls {pstats.Stats(prof).total_tt:.3f} s (under cProfile)")
+    for order in ("tottime", "cumulative"):
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats(order).print_stats(args.top)
+        print(f"-- by {order}:")
+        print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
 
 
 if __name__ == "__main__":

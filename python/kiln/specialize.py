@@ -94,27 +94,23 @@ class SymbolicValues:
 
     def key(self, args) -> tuple:
         """What a specialization depends on: the symbols' values, or the varying inputs' sizes and strides
-        and scalar values (the other inputs' are fixed: Dynamo guards them). A call's tensors have int
-        sizes; Dynamo's example values have SymInts, read through their hints."""
+        and scalar values (the other inputs' are fixed: Dynamo guards them). Dynamo's example values have
+        SymInts, read through their hints."""
         if self.ready:
-            return tuple([_hint(_read(args[i], kind, dim)) for i, kind, dim, _ in self.key_sources])
+            return tuple(map(_hint, _reads(args, self.key_sources)))
         return tuple([(tuple(map(_hint, args[i].shape)), tuple(map(_hint, args[i].stride())))
                       if isinstance(args[i], torch.Tensor) else _hint(args[i]) for i in self.varying])
 
     def call_key(self, args) -> tuple:
-        """key() of a call's real arguments (int sizes), without reading hints: a 12-layer GPT-2 decoding step
+        """key() of a call's real arguments (int sizes), read without hints: a 12-layer GPT-2 decoding step
         has 48 symbols (each cached key and value its own length)."""
-        if self.ready:
-            return tuple([args[i] if kind == "value" else args[i].shape[dim] if kind == "size"
-                          else args[i].stride(dim) for i, kind, dim, _ in self.key_sources])
-        return self.key(args)
+        return tuple(_reads(args, self.key_sources)) if self.ready else self.key(args)
 
     def values(self, args) -> dict | None:
         """Each node's value with the symbols bound to `args`' sizes (real tensors and ints, or Dynamo's
         example values); None when they cannot be bound consistently or some value is not decided by them."""
         bindings: dict[sympy.Symbol, int] = {}
-        for i, kind, dim, symbol in self.sources:
-            n = _hint(_read(args[i], kind, dim))
+        for (*_, symbol), n in zip(self.sources, map(_hint, _reads(args, self.sources))):
             if bindings.setdefault(symbol, n) != n:
                 return None
         known: dict = {}
@@ -157,8 +153,11 @@ class SymbolicValues:
         return values
 
 
-def _read(arg, kind: str, dim: int):
-    return arg if kind == "value" else arg.shape[dim] if kind == "size" else arg.stride()[dim]
+def _reads(args, sources) -> list:
+    """The value each (input, kind, dim, symbol) source reads from `args`, in one comprehension (a call's key
+    reads 48 of them on a 12-layer GPT-2 step)."""
+    return [args[i] if kind == "value" else args[i].shape[dim] if kind == "size" else args[i].stride(dim)
+            for i, kind, dim, _ in sources]
 
 
 def _replace_uses(node: fx.Node, value) -> None:
@@ -236,7 +235,6 @@ class ShapeSpecialized(torch.nn.Module):
         self.compile_static = compile_static
         self.symbolic = SymbolicValues(gm)
         self.compiled: dict[tuple, _Specialization] = {}
-        self.specializations = 0  # compiled so far, the dropped ones included
         self._tick = 0
 
     def add(self, args):
@@ -247,7 +245,6 @@ class ShapeSpecialized(torch.nn.Module):
         module, report = self.compile_static(specialize(self.gm, args, self.symbolic))
         self._tick += 1
         self.compiled[key] = _Specialization(module, sum(arena for _, _, arena in report.regions), self._tick)
-        self.specializations += 1
         self._trim(keep=key)
         return report
 
