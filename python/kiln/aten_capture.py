@@ -12,12 +12,15 @@ ResNet-50 and ViT-B/16; tests/python/test_aten_capture.py and test_in_place.py
 check blocks of their ops). The functionalized trace took 0.21-0.25 s less
 than aot_autograd on those four models, and the plain one another 0.15-0.22 s
 on the dev CPU (`bench/compile_time.py --compare-capture`, docs/benchmarks.md).
+A graph with symbolic shapes (Dynamo's sizes as SymInt inputs, its own fake
+tensors for the tensors) is traced the same way, over Dynamo's shape
+environment: the sizes stay symbols, as in aot_autograd's graph.
 
 Everything else returns None and goes through aot_autograd as before: an
 input mutated in data, metadata or storage (a buffer updated in place), an
-output that aliases an input or another output, symbolic shapes, inputs that
-are not plain tensors, a GraphModule holding parameters, buffers or
-submodules, higher-order ops, or any error while tracing."""
+output that aliases an input or another output, inputs that are neither plain
+tensors nor sizes, a GraphModule holding parameters, buffers or submodules,
+higher-order ops, or any error while tracing."""
 
 from __future__ import annotations
 
@@ -53,8 +56,8 @@ def capture_inference_graph(gm: fx.GraphModule, example_inputs, decompositions,
 
 
 def _unsupported(gm: fx.GraphModule, example_inputs) -> str | None:
-    if any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in example_inputs):
-        return "an input is not a plain tensor"
+    if any(type(t) not in (torch.Tensor, torch.nn.Parameter, torch.SymInt, int) for t in example_inputs):
+        return "an input is neither a plain tensor nor a size"
     if next(gm.parameters(), None) is not None or next(gm.buffers(), None) is not None:
         return "the GraphModule holds parameters or buffers"
     for node in gm.graph.nodes:
@@ -71,12 +74,10 @@ def _trace(gm: fx.GraphModule, example_inputs, decompositions, plain: bool) -> t
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch._subclasses.functional_tensor import FunctionalTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.fx.experimental.symbolic_shapes import free_symbols
 
     fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode()
-    fakes = [fake_mode.from_tensor(t) for t in example_inputs]  # Dynamo's own fakes for its real inputs
-    if any(free_symbols(t) for t in fakes):
-        raise _NeedsAotAutograd("symbolic shapes")
+    # Dynamo's own fakes for its real inputs (symbolic sizes included); its sizes as they are.
+    fakes = [fake_mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
     # The graph may switch grad mode (Dynamo records `with torch.enable_grad()` as calls): restored after,
     # an error midway included.
     with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode:
@@ -107,7 +108,7 @@ def _checked_outputs(outputs, inputs, tensor_type) -> list:
 
     if not isinstance(outputs, (tuple, list)) or not all(isinstance(o, tensor_type) for o in outputs):
         raise _NeedsAotAutograd("an output is not a tensor")
-    storages = [StorageWeakRef(t.untyped_storage()) for t in inputs]
+    storages = [StorageWeakRef(t.untyped_storage()) for t in inputs if isinstance(t, torch.Tensor)]
     for o in outputs:
         storage = StorageWeakRef(o.untyped_storage())
         if storage in storages:
@@ -131,9 +132,11 @@ def _functional_forward(gm: fx.GraphModule):
     from torch._subclasses.functional_tensor import FunctionalTensor
 
     def forward(*inputs):
-        wrapped = [FunctionalTensor.to_functional(t) for t in inputs]
+        wrapped = [FunctionalTensor.to_functional(t) if isinstance(t, torch.Tensor) else t for t in inputs]
         outputs = fx.Interpreter(gm).run(*wrapped)
         for before, f in zip(inputs, wrapped):
+            if not isinstance(f, FunctionalTensor):  # a size
+                continue
             torch._sync(f)
             after = torch._from_functional_tensor(f.elem)
             if torch._functionalize_has_data_mutation(f.elem) or torch._functionalize_was_storage_changed(f.elem) \

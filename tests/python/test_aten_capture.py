@@ -1,9 +1,10 @@
-"""kiln.aten_capture: an inference graph captured in one trace is aot_autograd's graph node for node;
-graphs that mutate inputs, return aliases or have symbolic shapes go through aot_autograd and still
-behave as in eager."""
+"""kiln.aten_capture: an inference graph captured in one trace, symbolic shapes included, is aot_autograd's
+graph node for node; graphs that mutate inputs or return aliases go through aot_autograd and still behave as
+in eager."""
 
 import functools
 
+import pytest
 import torch
 
 from conftest import assert_close, compile_and_report
@@ -178,18 +179,59 @@ def test_outputs_aliasing_each_other_go_through_aot_autograd():
     assert_close(list(got), list(fn(x)))
 
 
-def test_symbolic_shapes_go_through_aot_autograd():
-    def fn(x):
-        return torch.relu(x) + 1
+def _captures_inside_dynamo(fn, *calls):
+    """The one-trace capture and aot_autograd's graph of the last graph Dynamo compiles while `fn` is called on
+    each argument tuple of `calls`, both made inside Dynamo's compile (so over its shape environment)."""
+    seen = []
 
-    # Dynamo passes the symbolic sizes as inputs too: they are not plain tensors.
-    gm, example_inputs = _dynamo_graph(fn, torch.randn(4, 3), dynamic=True)
-    assert _capture(gm, example_inputs) == (None, "an input is not a plain tensor")
-    compiled = torch.compile(fn, backend=kiln_backend, dynamic=True)
+    def record(gm, example_inputs):
+        with torch.no_grad():
+            seen.append((_capture(gm, example_inputs), _aot_graph(gm, example_inputs)))
+        return gm.forward
+
+    compiled = torch.compile(fn, backend=record)
     with torch.no_grad():
-        for rows in (4, 7):
+        for args in calls:
+            compiled(*args)
+    return seen[-1]
+
+
+def _tiny_gpt2():
+    import transformers as tf
+
+    config = tf.GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=2, n_positions=64)
+    return tf.GPT2LMHeadModel(config).eval()
+
+
+@pytest.mark.parametrize("case", ["block", "gpt2"])
+def test_symbolic_shapes_captured_in_one_trace_give_aot_autograds_graph(case):
+    """A second size makes Dynamo's graph symbolic (SymInt inputs, fake tensors with symbolic sizes): the one
+    trace keeps the symbols and is aot_autograd's graph node for node."""
+    torch.manual_seed(0)
+    if case == "block":
+        fn = Block().eval()
+        calls = [(torch.randn(2, n, 16), torch.randn(1, 2, 6, 6)) for n in (5, 7)]
+    else:
+        fn = _tiny_gpt2().forward
+        calls = [(torch.randint(0, 96, (2, n)),) for n in (5, 7)]
+    (captured, how), aot = _captures_inside_dynamo(fn, *calls)
+    assert how == "one trace"
+    placeholders = [n.meta["val"] for n in captured.graph.nodes if n.op == "placeholder"]
+    assert any(isinstance(v, torch.SymInt) for v in placeholders)
+    assert _signature(captured) == _signature(aot)
+
+
+def test_symbolic_graph_compiled_from_one_trace_matches_eager():
+    def fn(x):
+        return torch.relu(x) + x.shape[0]
+
+    reports = []
+    compiled = torch.compile(fn, backend=functools.partial(kiln_backend, reports=reports), dynamic=True)
+    with torch.no_grad():
+        for rows in (4, 7, 4):
             x = torch.randn(rows, 3)
             assert_close(compiled(x), fn(x))
+    assert [r.capture for r in reports] == ["one trace"]
 
 
 def test_inference_mode_and_half_precision_take_the_one_trace():
