@@ -123,40 +123,48 @@ TEST(Matmul, LargerThanOnePanel) {
   check_matmul(TensorType(DType::bf16, {33, 300}), TensorType(DType::bf16, {300, 65}), {33, 65}, 8);
 }
 
-// gemm() on raw f32 arrays against a double loop, with a and b read plain or transposed and C accumulated.
-void check_gemm(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_transposed, uint32_t seed) {
+// gemm() on raw f32 arrays against a double loop, with a and b read plain or transposed and C accumulated;
+// C's rows `ldc` apart (n when 0), the elements between them left as they were.
+void check_gemm(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_transposed, uint32_t seed,
+                int64_t ldc = 0) {
+  if (ldc == 0) ldc = n;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * ldc));
   for (float& v : a) v = dist(rng);
   for (float& v : b) v = dist(rng);
   for (float& v : c) v = dist(rng);
   const std::vector<float> c0 = c;
   const cpu::MatrixRef ar = a_transposed ? cpu::MatrixRef{a.data(), 1, m} : cpu::MatrixRef{a.data(), k, 1};
   const cpu::MatrixRef br = b_transposed ? cpu::MatrixRef{b.data(), 1, k} : cpu::MatrixRef{b.data(), n, 1};
-  cpu::gemm(DType::f32, m, n, k, ar, br, c.data(), n, /*accumulate=*/true, ThreadPool::global());
+  cpu::gemm(DType::f32, m, n, k, ar, br, c.data(), ldc, /*accumulate=*/true, ThreadPool::global());
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double want = c0[static_cast<size_t>(i * n + j)];
-      for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < ldc; ++j) {
+      double want = c0[static_cast<size_t>(i * ldc + j)];
+      for (int64_t p = 0; j < n && p < k; ++p)
         want += static_cast<double>(a[static_cast<size_t>(i * ar.row_stride + p * ar.col_stride)]) *
                 b[static_cast<size_t>(p * br.row_stride + j * br.col_stride)];
-      ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-4)
+      ASSERT_NEAR(c[static_cast<size_t>(i * ldc + j)], want, 1e-4)
           << m << "x" << k << " @ " << k << "x" << n << (a_transposed ? " a^T" : "") << (b_transposed ? " b^T" : "")
-          << " at (" << i << ", " << j << ")";
+          << " ldc " << ldc << " at (" << i << ", " << j << ")";
     }
 }
 
 TEST(Gemm, ProductsSplitOverThePoolMatchTheReference) {
   // Over 4 MFLOP or 800 KB of operands a piece: BLAS runs in column pieces (n >= m) or row pieces (m > n) on
   // the pool; the pieces' offsets follow the transpose flags, and each accumulates into its own slice of C.
-  // The one-row products (a decoding step's) split by their operands' bytes, not their flops.
+  // The one-row products (a decoding step's) split by their operands' bytes, not their flops. One row or
+  // one column of C goes through BLAS's matrix-vector product, split too (1 x 1100, 700 x 1), a column of C
+  // strided (a piece of a wider C).
   for (bool at : {false, true})
     for (bool bt : {false, true}) {
       check_gemm(70, 261, 300, at, bt, 11);
       check_gemm(261, 70, 300, at, bt, 12);
       check_gemm(1, 1100, 400, at, bt, 13);
       check_gemm(2, 900, 500, at, bt, 14);
+      check_gemm(700, 1, 300, at, bt, 15);
+      check_gemm(1, 1, 50, at, bt, 16);
+      check_gemm(700, 1, 300, at, bt, 17, /*ldc=*/3);
     }
 }
 
