@@ -60,21 +60,38 @@ void blas_gemv(bool transposed, int64_t rows, int64_t cols, const T* mat, int64_
     cblas_dgemv(CblasRowMajor, flag, int(rows), int(cols), 1.0, mat, int(ld), x, int(incx), beta, y, int(incy));
 }
 
+// Products with at most this many rows go through matrix-vector products (see blas_gemm). On the dev CPU
+// (2-core EPYC, OpenBLAS 0.3.21) they beat sgemm on GPT-2's layer shapes at 2 and 4 rows, tie at 8 and
+// lose at 16.
+constexpr int64_t kFewRows = 4;
+constexpr int64_t kCachedBlockBytes = 128 * 1024;
+
 template <typename T>
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
                T* c, int64_t ldc, bool accumulate) {
   auto ta_flag = ta ? CblasTrans : CblasNoTrans;
   auto tb_flag = tb ? CblasTrans : CblasNoTrans;
   T beta = accumulate ? T(1) : T(0);
-  // One row or one column of C is a matrix-vector product: sgemm would first pack the whole matrix operand
+  // A few rows of C are matrix-vector products, one per row: sgemm would first pack the whole matrix operand
   // (a decoding step's weight) into its panels, reading and writing it once more than the product needs
-  // (one-row products ran at 16 GB/s through sgemm on the dev CPU, 44 through sgemv).
-  if (m == 1) {  // c[j] = sum_p a[p] b[p][j]: b^T x, x being A's row
+  // (one-row products ran at 16 GB/s through sgemm on the dev CPU, 44 through sgemv). Over more than one
+  // row, B goes in blocks of about kCachedBlockBytes that its rows' products read in turn, the first from
+  // memory and the others from the cache: blocks of C's columns when B is stored n x k (a Linear's
+  // weight), of the contraction when it is stored k x n (each block then whole rows of B, added into C).
+  if (m <= kFewRows) {  // c[r][j] = sum_p a[r][p] b[p][j]: b^T x per row, x being A's row
     const int64_t incx = ta ? lda : 1;
-    if (tb)
-      blas_gemv<T>(false, n, k, b, ldb, a, incx, c, 1, beta);  // b is stored n x k
-    else
-      blas_gemv<T>(true, k, n, b, ldb, a, incx, c, 1, beta);  // b is stored k x n
+    const int64_t span = tb ? n : k;
+    const int64_t block = m == 1 ? span : std::max<int64_t>(4, kCachedBlockBytes / (int64_t(sizeof(T)) * (tb ? k : n)));
+    for (int64_t i0 = 0; i0 < span; i0 += block) {
+      const int64_t size = std::min(block, span - i0);
+      for (int64_t r = 0; r < m; ++r) {
+        const T* x = ta ? a + r : a + r * lda;
+        if (tb)  // columns i0.. of C from rows i0.. of b (n x k)
+          blas_gemv<T>(false, size, k, b + i0 * ldb, ldb, x, incx, c + r * ldc + i0, 1, beta);
+        else  // rows i0.. of b (k x n) times x[i0..], added into C after the first block
+          blas_gemv<T>(true, size, n, b + i0 * ldb, ldb, x + i0 * incx, incx, c + r * ldc, 1, i0 == 0 ? beta : T(1));
+      }
+    }
     return;
   }
   if (n == 1) {  // c[i] = sum_p a[i][p] b[p]: A x, x being B's column; C's column strided by ldc

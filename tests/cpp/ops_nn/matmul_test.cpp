@@ -123,10 +123,10 @@ TEST(Matmul, LargerThanOnePanel) {
   check_matmul(TensorType(DType::bf16, {33, 300}), TensorType(DType::bf16, {300, 65}), {33, 65}, 8);
 }
 
-// gemm() on raw f32 arrays against a double loop, with a and b read plain or transposed and C accumulated;
-// C's rows `ldc` apart (n when 0), the elements between them left as they were.
+// gemm() on raw f32 arrays against a double loop, with a and b read plain or transposed and C accumulated
+// into (or overwritten); C's rows `ldc` apart (n when 0), the elements between them left as they were.
 void check_gemm(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_transposed, uint32_t seed,
-                int64_t ldc = 0) {
+                int64_t ldc = 0, bool accumulate = true) {
   if (ldc == 0) ldc = n;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -137,16 +137,16 @@ void check_gemm(int64_t m, int64_t n, int64_t k, bool a_transposed, bool b_trans
   const std::vector<float> c0 = c;
   const cpu::MatrixRef ar = a_transposed ? cpu::MatrixRef{a.data(), 1, m} : cpu::MatrixRef{a.data(), k, 1};
   const cpu::MatrixRef br = b_transposed ? cpu::MatrixRef{b.data(), 1, k} : cpu::MatrixRef{b.data(), n, 1};
-  cpu::gemm(DType::f32, m, n, k, ar, br, c.data(), ldc, /*accumulate=*/true, ThreadPool::global());
+  cpu::gemm(DType::f32, m, n, k, ar, br, c.data(), ldc, accumulate, ThreadPool::global());
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
-      double want = c0[static_cast<size_t>(i * ldc + j)];
+      double want = accumulate || j >= n ? c0[static_cast<size_t>(i * ldc + j)] : 0.0;
       for (int64_t p = 0; j < n && p < k; ++p)
         want += static_cast<double>(a[static_cast<size_t>(i * ar.row_stride + p * ar.col_stride)]) *
                 b[static_cast<size_t>(p * br.row_stride + j * br.col_stride)];
       ASSERT_NEAR(c[static_cast<size_t>(i * ldc + j)], want, 1e-4)
           << m << "x" << k << " @ " << k << "x" << n << (a_transposed ? " a^T" : "") << (b_transposed ? " b^T" : "")
-          << " ldc " << ldc << " at (" << i << ", " << j << ")";
+          << " ldc " << ldc << (accumulate ? "" : " overwritten") << " at (" << i << ", " << j << ")";
     }
 }
 
@@ -162,6 +162,8 @@ TEST(Gemm, ProductsSplitOverThePoolMatchTheReference) {
       check_gemm(261, 70, 300, at, bt, 12);
       check_gemm(1, 1100, 400, at, bt, 13);
       check_gemm(2, 900, 500, at, bt, 14);
+      check_gemm(4, 300, 2000, at, bt, 19);
+      check_gemm(3, 300, 2000, at, bt, 20, /*ldc=*/301, /*accumulate=*/false);
       check_gemm(700, 1, 300, at, bt, 15);
       check_gemm(1, 1, 50, at, bt, 16);
       check_gemm(700, 1, 300, at, bt, 17, /*ldc=*/3);
