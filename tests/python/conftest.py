@@ -1,6 +1,7 @@
 """Shared fixtures: the device under test (CPU always; CUDA when a GPU and
 kiln's CUDA backend are present) and comparison helpers."""
 
+import contextlib
 import os
 
 import pytest
@@ -64,3 +65,14 @@ def device(request):
 def _fresh_dynamo():
     torch._dynamo.reset()
     yield
+
+
+@contextlib.contextmanager
+def no_tf32():
+    """Eager without TF32, like kiln (TF32 only where torch allows it; kiln never enables it yet)."""
+    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old

@@ -5,7 +5,6 @@ a GPU and kiln's CUDA backend; the CPU tests check that the IR forms the new
 passes make (conv2d_fused, channels-last pools, matmul_epilogue) give the
 same results on the CPU reference."""
 
-import contextlib
 import functools
 import itertools
 from pathlib import Path
@@ -16,24 +15,13 @@ import torch
 import torch.nn.functional as F
 
 import kiln
-from conftest import assert_close, cuda_available
+from conftest import assert_close, cuda_available, no_tf32
 from kiln import _kiln
 from kiln.dynamo_backend import kiln_backend
 
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 IR_DIR = Path(__file__).resolve().parents[1] / "ir"
-
-
-@contextlib.contextmanager
-def no_tf32():
-    """Eager without TF32, like kiln (TF32 only where torch allows it; kiln never enables it yet)."""
-    old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
 
 
 def compile_cuda(model, inputs, dtype, atol_scale=False):

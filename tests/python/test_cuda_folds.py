@@ -8,7 +8,7 @@ import functools
 import pytest
 import torch
 
-from conftest import assert_close, cuda_available
+from conftest import assert_close, cuda_available, no_tf32
 from kiln.dynamo_backend import kiln_backend
 
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
@@ -34,7 +34,7 @@ def test_in_place_updates_are_seen_by_the_next_call_on_the_callers_stream(side_s
     reports = []
     compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
     stream = torch.cuda.Stream() if side_stream else torch.cuda.current_stream()
-    with torch.no_grad(), torch.cuda.stream(stream):
+    with no_tf32(), torch.no_grad(), torch.cuda.stream(stream):
         for _ in range(3):  # the first call folds; the later ones replay a CUDA graph
             assert_close(compiled(x), model(x))
         (region,) = [r for report in reports for r in report.region_modules]
