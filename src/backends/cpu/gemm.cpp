@@ -3,6 +3,9 @@
 #include "backends/cpu/gemm.h"
 
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -182,11 +185,95 @@ void gemm_native(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, T* c
                         static_cast<const T*>(b.data), lb.ld, c, ldc, accumulate, pool);
 }
 
+#if defined(__x86_64__)
+// Eight halves at a time through the F16C instruction (every x86-64 CPU since 2012 has it; checked at run
+// time, as kiln builds for the baseline ISA): Half's portable conversion branches on each element.
+__attribute__((target("avx,f16c"))) void widen_halves_f16c(const Half* src, int64_t count, float* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+bool cpu_has_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+#endif
+
+// dst[i] = src[i * stride] as f32; the unit stride (the common case) as its own loop, which vectorizes.
+template <typename T>
+void widen_run(const T* src, int64_t stride, int64_t count, float* dst) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, Half>) {
+    if (stride == 1 && cpu_has_f16c()) {
+      widen_halves_f16c(src, count, dst);
+      return;
+    }
+  }
+#endif
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i]);
+  } else {
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<float>(src[i * stride]);
+  }
+}
+
+// f16/bf16 with at most kFewRows rows (a decoding step's): each worker converts a cache-sized block of B's
+// columns to f32 and runs one sgemv per row over it, C rounded once. B is read once, at its own width
+// (converting whole panels first wrote and read it again at twice its bytes).
+template <typename T>
+void gemm_reduced_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, T* c, int64_t ldc,
+                           bool accumulate, ThreadPool& pool) {
+  for (int64_t v : {m, n, k}) check_blas_int(v, "size");
+  use_single_threaded_blas();
+  const T* pa = static_cast<const T*>(a.data);
+  const T* pb = static_cast<const T*>(b.data);
+  std::vector<float> rows(static_cast<size_t>(m * k));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t p = 0; p < k; ++p)
+      rows[static_cast<size_t>(r * k + p)] = static_cast<float>(pa[r * a.row_stride + p * a.col_stride]);
+  const int64_t block = std::max<int64_t>(16, kCachedBlockBytes / (int64_t(sizeof(float)) * k));
+  const bool by_rows = b.col_stride < b.row_stride;  // B's columns are its inner dimension
+  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(k * n);
+  const int64_t pieces = std::clamp<int64_t>(static_cast<int64_t>(bytes / kMinBytesPerPiece), 1, pool.size());
+  pool.parallel_for(n, (n + pieces - 1) / pieces, [&](int64_t j_begin, int64_t j_end) {
+    std::vector<float> panel(static_cast<size_t>(std::min(block, j_end - j_begin) * k)), out(panel.size() / k);
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += block) {
+      const int64_t cols = std::min(block, j_end - j0);
+      // The block in B's own order: k x cols (B stored k x n) or cols x k (a Linear weight, n x k), so the
+      // conversion reads and writes in runs.
+      if (by_rows) {
+        for (int64_t p = 0; p < k; ++p)
+          widen_run(pb + p * b.row_stride + j0 * b.col_stride, b.col_stride, cols, panel.data() + p * cols);
+      } else {
+        for (int64_t j = 0; j < cols; ++j)
+          widen_run(pb + (j0 + j) * b.col_stride, b.row_stride, k, panel.data() + j * k);
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        T* row = c + r * ldc + j0;
+        for (int64_t j = 0; j < cols; ++j) out[static_cast<size_t>(j)] = accumulate ? static_cast<float>(row[j]) : 0.0f;
+        if (by_rows)
+          cblas_sgemv(CblasRowMajor, CblasTrans, int(k), int(cols), 1.0f, panel.data(), int(cols),
+                      rows.data() + r * k, 1, 1.0f, out.data(), 1);
+        else
+          cblas_sgemv(CblasRowMajor, CblasNoTrans, int(cols), int(k), 1.0f, panel.data(), int(k),
+                      rows.data() + r * k, 1, 1.0f, out.data(), 1);
+        for (int64_t j = 0; j < cols; ++j) row[j] = T(out[static_cast<size_t>(j)]);
+      }
+    }
+  });
+}
+
 // f16/bf16: panels of A (rows) and B (columns) converted to f32, one sgemm per
 // pair, C rounded once. Scratch stays within a few panels of kPanelElems.
 template <typename T>
 void gemm_reduced(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, T* c, int64_t ldc, bool accumulate,
                   ThreadPool& pool) {
+  if (m <= kFewRows) {
+    gemm_reduced_few_rows<T>(m, n, k, a, b, c, ldc, accumulate, pool);
+    return;
+  }
   constexpr int64_t kPanelElems = int64_t{1} << 21;
   const int64_t mb = std::clamp<int64_t>(kPanelElems / std::max<int64_t>(k, 1), 1, m);
   const int64_t nb = std::clamp<int64_t>(kPanelElems / std::max<int64_t>(k, 1), 1, n);

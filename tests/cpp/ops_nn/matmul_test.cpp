@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/gemm.h"
+#include "support/half.h"
 #include "nn_test_util.h"
 
 namespace kiln::nn_test {
@@ -167,6 +168,50 @@ TEST(Gemm, ProductsSplitOverThePoolMatchTheReference) {
       check_gemm(700, 1, 300, at, bt, 15);
       check_gemm(1, 1, 50, at, bt, 16);
       check_gemm(700, 1, 300, at, bt, 17, /*ldc=*/3);
+    }
+}
+
+// gemm() in f16 or bf16 with few rows (a decoding step's: B converted a cache-sized block at a time, one
+// sgemv per row) against a double loop over the 16-bit values: B read plain (k x n) or as a Linear weight
+// (n x k), C accumulated into or overwritten, its rows `ldc` apart with the elements between them left
+// alone, and products large enough to be split over the pool.
+template <typename T>
+void check_gemm_16bit_few_rows(int64_t m, int64_t n, int64_t k, bool b_transposed, bool accumulate, int64_t ldc) {
+  const DType dtype = std::is_same_v<T, Half> ? DType::f16 : DType::bf16;
+  const double rounding = std::is_same_v<T, Half> ? 1.0 / 1024.0 : 1.0 / 128.0;  // the sum rounded once
+  std::mt19937 rng(static_cast<uint32_t>(m * 7 + n + k));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<T> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * ldc));
+  for (auto* v : {&a, &b, &c})
+    for (T& x : *v) x = T(dist(rng));
+  const std::vector<T> c0 = c;
+  const cpu::MatrixRef br = b_transposed ? cpu::MatrixRef{b.data(), 1, k} : cpu::MatrixRef{b.data(), n, 1};
+  cpu::gemm(dtype, m, n, k, cpu::MatrixRef{a.data(), k, 1}, br, c.data(), ldc, accumulate, ThreadPool::global());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float before = static_cast<float>(c0[static_cast<size_t>(i * ldc + j)]);
+      const float got = static_cast<float>(c[static_cast<size_t>(i * ldc + j)]);
+      if (j >= n) {
+        ASSERT_EQ(got, before) << "between rows at (" << i << ", " << j << ")";
+        continue;
+      }
+      double want = accumulate ? before : 0.0;
+      for (int64_t p = 0; p < k; ++p)
+        want += static_cast<double>(static_cast<float>(a[static_cast<size_t>(i * k + p)])) *
+                static_cast<float>(b[static_cast<size_t>(p * br.row_stride + j * br.col_stride)]);
+      ASSERT_NEAR(got, want, 1e-3 + std::abs(want) * rounding)
+          << dtype_name(dtype) << " " << m << "x" << k << " @ " << k << "x" << n << (b_transposed ? " b^T" : "") << " at (" << i << ", " << j << ")";
+    }
+}
+
+TEST(Gemm, ReducedPrecisionFewRowsMatchTheReference) {
+  for (bool bt : {false, true})
+    for (bool accumulate : {false, true}) {
+      check_gemm_16bit_few_rows<BFloat16>(1, 70, 300, bt, accumulate, 70);
+      check_gemm_16bit_few_rows<BFloat16>(3, 37, 50, bt, accumulate, 40);
+      check_gemm_16bit_few_rows<BFloat16>(4, 500, 2000, bt, accumulate, 500);  // 2 MB of B: split over the pool
+      check_gemm_16bit_few_rows<Half>(1, 70, 300, bt, accumulate, 70);  // 8 halves at a time, and the rest
+      check_gemm_16bit_few_rows<Half>(4, 500, 2000, bt, accumulate, 503);
     }
 }
 
