@@ -67,6 +67,14 @@ def _fresh_dynamo():
     yield
 
 
+def tiny_gpt2(device="cpu"):
+    """transformers' GPT-2 with 2 layers of width 32 and random weights, in eval mode on `device`."""
+    import transformers as tf
+
+    config = tf.GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=2, n_positions=64)
+    return tf.GPT2LMHeadModel(config).to(device).eval()
+
+
 @contextlib.contextmanager
 def no_tf32():
     """Eager without TF32, like kiln (TF32 only where torch allows it; kiln never enables it yet)."""

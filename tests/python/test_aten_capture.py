@@ -7,7 +7,7 @@ import functools
 import pytest
 import torch
 
-from conftest import assert_close, compile_and_report
+from conftest import assert_close, compile_and_report, tiny_gpt2
 from kiln.aten_capture import capture_inference_graph
 from kiln.decompositions import decomposition_table
 from kiln.dynamo_backend import kiln_backend
@@ -196,13 +196,6 @@ def _captures_inside_dynamo(fn, *calls):
     return seen[-1]
 
 
-def _tiny_gpt2():
-    import transformers as tf
-
-    config = tf.GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=2, n_positions=64)
-    return tf.GPT2LMHeadModel(config).eval()
-
-
 @pytest.mark.parametrize("case", ["block", "gpt2"])
 def test_symbolic_shapes_captured_in_one_trace_give_aot_autograds_graph(case):
     """A second size makes Dynamo's graph symbolic (SymInt inputs, fake tensors with symbolic sizes): the one
@@ -212,7 +205,7 @@ def test_symbolic_shapes_captured_in_one_trace_give_aot_autograds_graph(case):
         fn = Block().eval()
         calls = [(torch.randn(2, n, 16), torch.randn(1, 2, 6, 6)) for n in (5, 7)]
     else:
-        fn = _tiny_gpt2().forward
+        fn = tiny_gpt2().forward
         calls = [(torch.randint(0, 96, (2, n)),) for n in (5, 7)]
     (captured, how), aot = _captures_inside_dynamo(fn, *calls)
     assert how == "one trace"

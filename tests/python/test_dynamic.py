@@ -8,7 +8,7 @@ import functools
 import pytest
 import torch
 
-from conftest import assert_close
+from conftest import assert_close, tiny_gpt2
 from kiln.dynamo_backend import kiln_backend
 import kiln.specialize
 
@@ -102,13 +102,6 @@ def test_specializations_are_cached(specialized_shapes):
             assert_close(compiled(x), model(x))
     assert len(reports) == 1
     assert len(specialized_shapes) == len(set(specialized_shapes)) == 2
-
-
-def tiny_gpt2():
-    import transformers as tf
-
-    config = tf.GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=2, n_positions=64)
-    return tf.GPT2LMHeadModel(config).eval()
 
 
 def _decode(model, ids, steps):

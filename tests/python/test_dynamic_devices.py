@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import kiln
-from conftest import assert_close, cuda_available, no_tf32
+from conftest import assert_close, cuda_available, no_tf32, tiny_gpt2
 from kiln.dynamo_backend import kiln_backend
 
 
@@ -46,13 +46,6 @@ def test_conv_net_batches_match_eager_and_replay(device):
         assert sum(s["graph_replays"] for s in stats) >= 3
 
 
-def _tiny_gpt2(device):
-    import transformers as tf
-
-    config = tf.GPT2Config(vocab_size=96, n_embd=32, n_layer=2, n_head=2, n_positions=64)
-    return tf.GPT2LMHeadModel(config).to(device).eval()
-
-
 def test_gpt2_decoding_steps_match_eager(device, monkeypatch):
     """Teacher-forced decoding with a dynamic cache: each step's cache is one longer, so after the first
     two steps Dynamo hands kiln one symbolic graph, specialized per length; every step's logits match
@@ -68,7 +61,7 @@ def test_gpt2_decoding_steps_match_eager(device, monkeypatch):
 
     monkeypatch.setattr(kiln.specialize, "specialize", counting)
     torch.manual_seed(0)
-    model = _tiny_gpt2(device)
+    model = tiny_gpt2(device)
     compiled = torch.compile(model.forward, backend=kiln_backend)
     tokens = torch.randint(0, 96, (2, 16), device=device)
     caches = DynamicCache(), DynamicCache()

@@ -133,6 +133,14 @@ void use_single_threaded_blas() {
 constexpr double kMinFlopsPerPiece = 4e6;
 constexpr double kMinBytesPerPiece = 8e5;
 
+// How many pieces of the pool a product of `element_bytes` operands is worth splitting into (1: none).
+int64_t split_pieces(int64_t m, int64_t n, int64_t k, size_t element_bytes, ThreadPool& pool) {
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double bytes = static_cast<double>(element_bytes) * static_cast<double>(m * k + k * n + m * n);
+  return std::clamp<int64_t>(static_cast<int64_t>(std::max(flops / kMinFlopsPerPiece, bytes / kMinBytesPerPiece)), 1,
+                             pool.size());
+}
+
 // C = A @ B through BLAS, in column pieces (or row pieces when C is tall) run on the pool. Each piece
 // is the same product over a slice of C, so every element is summed as by one call.
 template <typename T>
@@ -140,10 +148,7 @@ void blas_gemm_parallel(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
                         int64_t ldb, T* c, int64_t ldc, bool accumulate, ThreadPool& pool) {
   for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v, "size");
   use_single_threaded_blas();
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(m * k + k * n + m * n);
-  const int64_t pieces = std::min<int64_t>(
-      pool.size(), static_cast<int64_t>(std::max(flops / kMinFlopsPerPiece, bytes / kMinBytesPerPiece)));
+  const int64_t pieces = split_pieces(m, n, k, sizeof(T), pool);
   if (pieces <= 1) {
     blas_gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return;
@@ -235,8 +240,7 @@ void gemm_reduced_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixR
       rows[static_cast<size_t>(r * k + p)] = static_cast<float>(pa[r * a.row_stride + p * a.col_stride]);
   const int64_t block = std::max<int64_t>(16, kCachedBlockBytes / (int64_t(sizeof(float)) * k));
   const bool by_rows = b.col_stride < b.row_stride;  // B's columns are its inner dimension
-  const double bytes = static_cast<double>(sizeof(T)) * static_cast<double>(k * n);
-  const int64_t pieces = std::clamp<int64_t>(static_cast<int64_t>(bytes / kMinBytesPerPiece), 1, pool.size());
+  const int64_t pieces = split_pieces(m, n, k, sizeof(T), pool);
   pool.parallel_for(n, (n + pieces - 1) / pieces, [&](int64_t j_begin, int64_t j_end) {
     std::vector<float> panel(static_cast<size_t>(std::min(block, j_end - j_begin) * k)), out(panel.size() / k);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += block) {
@@ -253,12 +257,10 @@ void gemm_reduced_few_rows(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixR
       for (int64_t r = 0; r < m; ++r) {
         T* row = c + r * ldc + j0;
         for (int64_t j = 0; j < cols; ++j) out[static_cast<size_t>(j)] = accumulate ? static_cast<float>(row[j]) : 0.0f;
-        if (by_rows)
-          cblas_sgemv(CblasRowMajor, CblasTrans, int(k), int(cols), 1.0f, panel.data(), int(cols),
-                      rows.data() + r * k, 1, 1.0f, out.data(), 1);
-        else
-          cblas_sgemv(CblasRowMajor, CblasNoTrans, int(cols), int(k), 1.0f, panel.data(), int(k),
-                      rows.data() + r * k, 1, 1.0f, out.data(), 1);
+        if (by_rows)  // panel is k x cols
+          blas_gemv<float>(true, k, cols, panel.data(), cols, rows.data() + r * k, 1, out.data(), 1, 1.0f);
+        else  // panel is cols x k
+          blas_gemv<float>(false, cols, k, panel.data(), k, rows.data() + r * k, 1, out.data(), 1, 1.0f);
         for (int64_t j = 0; j < cols; ++j) row[j] = T(out[static_cast<size_t>(j)]);
       }
     }
