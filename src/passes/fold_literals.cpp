@@ -5,9 +5,17 @@
 // runtime's business. Views of literals (which have no kernel, Note [Views are
 // resolved by the runtime]) fold by reading through the view's layout into a
 // contiguous literal. Results over FoldOptions::max_bytes stay as nodes.
+//
+// A folded view's literal is contiguous where the view was not (a slice of a
+// padded mask, say), so the views reading it are rebuilt on the literal and
+// their strides follow (rewrite.h); a node whose readers cannot follow (an
+// as_strided) is not folded.
+#include <unordered_set>
+
 #include "ops/op_def.h"
 #include "passes/constant_eval.h"
 #include "passes/passes.h"
+#include "passes/rewrite.h"
 
 namespace kiln {
 
@@ -29,12 +37,28 @@ bool worth_folding(const Node& node, const FoldOptions& options) {
   return bytes <= options.max_bytes;
 }
 
+// The views reading `v`, transitively: replace_with_views_rebuilt erases them.
+void collect_views(const Value* v, std::unordered_set<const Node*>* views) {
+  for (const Node* u : distinct_users(v)) {
+    if (!u->op->has(kView)) continue;
+    views->insert(u);
+    for (const Value* out : u->outputs) collect_views(out, views);
+  }
+}
+
 }  // namespace
 
 bool fold_literals(Graph& graph, const FoldOptions& options) {
   bool changed = false;
+  std::unordered_set<const Node*> erased;  // old views rebuilt on a literal, later in the walk
   for (Node* node : graph.nodes()) {
-    if (!all_literal_inputs(*node) || !worth_folding(*node, options)) continue;
+    if (erased.count(node) != 0 || !all_literal_inputs(*node) || !worth_folding(*node, options)) continue;
+    bool views_follow = true;
+    for (const Value* out : node->outputs) {
+      const TensorType packed(out->type.dtype, out->type.dims);
+      if (packed.strides != out->type.strides && !views_can_follow(out, packed)) views_follow = false;
+    }
+    if (!views_follow) continue;
     std::vector<const Bytes*> inputs;
     for (const Value* v : node->inputs) inputs.push_back(&v->literal_data);
     auto folded = evaluate_node(*node, inputs);  // literals are contiguous, as views of them require
@@ -46,7 +70,12 @@ bool fold_literals(Graph& graph, const FoldOptions& options) {
       Value* out = node->outputs[i];
       Value* lit = graph.add_literal(graph.fresh_name("c"), TensorType(out->type.dtype, out->type.dims),
                                      std::move(results[i]));
-      graph.replace_all_uses(out, lit);
+      if (lit->type.strides == out->type.strides) {
+        graph.replace_all_uses(out, lit);
+      } else {
+        collect_views(out, &erased);
+        replace_with_views_rebuilt(graph, out, lit);
+      }
       renames.emplace_back(lit, out->name);
     }
     graph.erase_node(node);

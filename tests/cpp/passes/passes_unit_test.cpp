@@ -1,6 +1,6 @@
 // Pass behaviour that IR text files do not show well: fold_literals' size
-// cap, the environment defaults of PipelineOptions, and graph outputs that
-// fold into literals keep their values.
+// cap and its views of non-contiguous slices, the environment defaults of
+// PipelineOptions, and graph outputs that fold into literals keep their values.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -50,6 +50,55 @@ TEST(FoldLiterals, NeverFoldsWeights) {
   g.set_outputs({y});
   EXPECT_FALSE(fold_literals(g));
   EXPECT_EQ(g.num_nodes(), 1u);
+}
+
+// p = arange(32) as [4, 8], and s = p[:, :5] (strides [8, 1]: not contiguous), the shape of a mask padded
+// for an attention kernel and sliced back.
+Value* padded_then_sliced(Graph& g) {
+  std::vector<uint8_t> bytes(32 * 4);
+  for (int i = 0; i < 32; ++i) store_scalar(bytes.data() + i * 4, DType::f32, i);
+  Value* p = g.add_literal("p", TensorType(DType::f32, {4, 8}), std::move(bytes));
+  Attrs slice;
+  slice.set("dim", int64_t{1});
+  slice.set("start", int64_t{0});
+  slice.set("end", int64_t{5});
+  slice.set("step", int64_t{1});
+  return g.add_node(get_op("slice"), {p}, slice, "s")->outputs[0];
+}
+
+TEST(FoldLiterals, ViewsOfAFoldedSliceReadTheLiteral) {
+  Graph g;
+  Value* s = padded_then_sliced(g);
+  Attrs perm;
+  perm.set("dims", std::vector<int64_t>{1, 0});
+  Value* t = g.add_node(get_op("permute"), {s}, perm, "t")->outputs[0];
+  g.set_outputs({t});
+  while (fold_literals(g)) {
+  }
+  EXPECT_EQ(g.num_nodes(), 0u);
+  const Value* out = g.outputs()[0];
+  ASSERT_EQ(out->kind, ValueKind::literal);
+  ASSERT_EQ(out->type.dims, (Dims{5, 4}));
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(load_scalar(out->literal_data.data() + (r * 4 + c) * 4, DType::f32), c * 8 + r) << r << "," << c;
+}
+
+TEST(FoldLiterals, AViewLeftUnfoldedTakesTheLiteralsStrides) {
+  Graph g;
+  Value* s = padded_then_sliced(g);
+  Attrs shape;
+  shape.set("shape", std::vector<int64_t>{3, 4, 5});
+  Value* e = g.add_node(get_op("expand"), {s}, shape, "e")->outputs[0];
+  g.set_outputs({e});
+  FoldOptions small;
+  small.max_bytes = 80;  // s folds (80 bytes), the expand (240) stays
+  EXPECT_TRUE(fold_literals(g, small));
+  ASSERT_EQ(g.num_nodes(), 1u);
+  const Node* expand = g.nodes()[0];
+  EXPECT_EQ(expand->inputs[0]->kind, ValueKind::literal);
+  EXPECT_EQ(expand->outputs[0]->type.strides, (Dims{0, 5, 1}));  // was {0, 8, 1}: the padded rows
+  EXPECT_EQ(g.outputs()[0], expand->outputs[0]);
 }
 
 TEST(PipelineOptions, DefaultsComeFromTheEnvironment) {
