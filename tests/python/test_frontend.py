@@ -174,6 +174,20 @@ def test_non_contiguous_inputs():
     assert_close(got, expected)
 
 
+@pytest.mark.parametrize("width", [7, 100_000])  # the broadcast folded at compile time, or too large to fold
+def test_broadcast_of_a_constant_slice_matches_eager(width):
+    """Positions as transformers builds them for a packed-sequence check: a slice of a concatenated
+    constant (not contiguous), broadcast. Folding the slice made a contiguous literal that the broadcast
+    read with the slice's strides (GPT-2 decoding on CUDA failed to compile)."""
+
+    def positions(x):
+        p = torch.arange(3, device=x.device).unsqueeze(0).expand(2, -1)
+        return x + torch.cat([p - 1, p], -1)[:, 1:2].expand(2, x.shape[1])
+
+    x = torch.randn(2, width)
+    assert torch.equal(torch.compile(positions, backend=kiln_backend)(x), positions(x))
+
+
 def test_unknown_option_lists_valid_ones():
     with pytest.raises(ValueError) as info:
         kiln.Options.from_user({"devise": "cpu"})
