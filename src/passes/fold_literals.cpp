@@ -46,9 +46,9 @@ void collect_views(const Value* v, std::unordered_set<const Node*>* views) {
   }
 }
 
-}  // namespace
-
-bool fold_literals(Graph& graph, const FoldOptions& options) {
+// One walk over the graph's nodes; `rebuilt` is set when views were rebuilt on
+// a literal (new nodes this walk did not visit, foldable in the next).
+bool fold_walk(Graph& graph, const FoldOptions& options, bool* rebuilt) {
   bool changed = false;
   std::unordered_set<const Node*> erased;  // old views rebuilt on a literal, later in the walk
   for (Node* node : graph.nodes()) {
@@ -75,12 +75,24 @@ bool fold_literals(Graph& graph, const FoldOptions& options) {
       } else {
         collect_views(out, &erased);
         replace_with_views_rebuilt(graph, out, lit);
+        *rebuilt = true;
       }
       renames.emplace_back(lit, out->name);
     }
     graph.erase_node(node);
     for (auto& [lit, name] : renames) graph.rename(lit, name);
     changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+bool fold_literals(Graph& graph, const FoldOptions& options) {
+  bool changed = false, rebuilt = true;
+  while (rebuilt) {
+    rebuilt = false;
+    changed = fold_walk(graph, options, &rebuilt) || changed;
   }
   return changed;
 }

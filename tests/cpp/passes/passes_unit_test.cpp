@@ -73,8 +73,7 @@ TEST(FoldLiterals, ViewsOfAFoldedSliceReadTheLiteral) {
   perm.set("dims", std::vector<int64_t>{1, 0});
   Value* t = g.add_node(get_op("permute"), {s}, perm, "t")->outputs[0];
   g.set_outputs({t});
-  while (fold_literals(g)) {
-  }
+  EXPECT_TRUE(fold_literals(g));  // the rebuilt permute folds in the same run
   EXPECT_EQ(g.num_nodes(), 0u);
   const Value* out = g.outputs()[0];
   ASSERT_EQ(out->kind, ValueKind::literal);

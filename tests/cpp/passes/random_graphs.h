@@ -25,7 +25,7 @@ struct RandomGraphOptions {
   int num_ops = 12;
   bool mix_in_matmuls = false;  // needs dims [n, n]
   // Also add what the other passes rewrite: ops on literals only, duplicated
-  // nodes, x*1 and x+0, reshape round trips.
+  // nodes, x*1 and x+0, reshape round trips, views of a slice of a literal.
   bool with_rewrite_bait = false;
 };
 
@@ -125,7 +125,7 @@ inline RandomGraph random_elementwise_graph(uint32_t seed, const RandomGraphOpti
     if (opt.with_rewrite_bait && floating && pick(3) == 0) {
       Value* base = out != nullptr ? out : any_of(p);
       const DType bd = base->type.dtype;
-      switch (pick(4)) {
+      switch (pick(5)) {
         case 0: {  // a literal-only expression
           TensorType t(bd, {D.back()});
           Bytes bytes(static_cast<size_t>(t.numel()) * dtype_size(bd));
@@ -146,6 +146,26 @@ inline RandomGraph random_elementwise_graph(uint32_t seed, const RandomGraphOpti
           out = g.add_node(get_op(pick(2) ? "mul" : "add"), {base, g.add_scalar(0, bd)})->outputs[0];
           if (out->producer->op->name == "mul") out = g.add_node(get_op("mul"), {base, g.add_scalar(1, bd)})->outputs[0];
           break;
+        case 3: {  // a row of the transposed middle of a wider literal: slice, permute, select
+          const int64_t k = D.back();
+          TensorType t(bd, {k, k + 3});
+          Bytes bytes(static_cast<size_t>(t.numel()) * dtype_size(bd));
+          for (size_t off = 0; off < bytes.size(); off += dtype_size(bd)) store_scalar(bytes.data() + off, bd, 0.25 * pick(9));
+          Value* lit = g.add_literal("", t, std::move(bytes));
+          Attrs slice, perm, row;
+          slice.set("dim", int64_t{1});
+          slice.set("start", int64_t{1});
+          slice.set("end", k + 1);
+          slice.set("step", int64_t{1});
+          perm.set("dims", std::vector<int64_t>{1, 0});
+          row.set("dim", int64_t{0});
+          row.set("index", static_cast<int64_t>(pick(static_cast<int>(k))));
+          Value* v = g.add_node(get_op("slice"), {lit}, slice)->outputs[0];
+          v = g.add_node(get_op("permute"), {v}, perm)->outputs[0];
+          v = g.add_node(get_op("select"), {v}, row)->outputs[0];
+          out = g.add_node(get_op("mul"), {base, v})->outputs[0];
+          break;
+        }
         default: {  // reshape there and back
           Attrs flat, back;
           flat.set("shape", std::vector<int64_t>{-1});
