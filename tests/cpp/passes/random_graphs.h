@@ -25,7 +25,8 @@ struct RandomGraphOptions {
   int num_ops = 12;
   bool mix_in_matmuls = false;  // needs dims [n, n]
   // Also add what the other passes rewrite: ops on literals only, duplicated
-  // nodes, x*1 and x+0, reshape round trips, views of a slice of a literal.
+  // nodes, x*1 and x+0, reshape round trips, views of a slice of a literal, and
+  // views of computed values (a slice broadcast back, a permute round trip).
   bool with_rewrite_bait = false;
 };
 
@@ -125,7 +126,7 @@ inline RandomGraph random_elementwise_graph(uint32_t seed, const RandomGraphOpti
     if (opt.with_rewrite_bait && floating && pick(3) == 0) {
       Value* base = out != nullptr ? out : any_of(p);
       const DType bd = base->type.dtype;
-      switch (pick(5)) {
+      switch (pick(6)) {
         case 0: {  // a literal-only expression
           TensorType t(bd, {D.back()});
           Bytes bytes(static_cast<size_t>(t.numel()) * dtype_size(bd));
@@ -166,6 +167,32 @@ inline RandomGraph random_elementwise_graph(uint32_t seed, const RandomGraphOpti
           out = g.add_node(get_op("mul"), {base, v})->outputs[0];
           break;
         }
+        case 4:  // one slice of the first dim broadcast back over it, or a permute there and back
+          if (base->type.dims == D && D.size() >= 2) {
+            Value* v = nullptr;
+            if (pick(2) == 0) {
+              Attrs slice, shape;
+              const int64_t at = pick(static_cast<int>(D[0]));
+              slice.set("dim", int64_t{0});
+              slice.set("start", at);
+              slice.set("end", at + 1);
+              slice.set("step", int64_t{1});
+              shape.set("shape", D);
+              v = g.add_node(get_op("slice"), {base}, slice)->outputs[0];
+              v = g.add_node(get_op("expand"), {v}, shape)->outputs[0];
+            } else {
+              std::vector<int64_t> swap(D.size());
+              for (size_t i = 0; i < swap.size(); ++i) swap[i] = static_cast<int64_t>(i);
+              std::swap(swap[0], swap.back());
+              Attrs perm;
+              perm.set("dims", swap);
+              v = g.add_node(get_op("permute"), {base}, perm)->outputs[0];
+              v = g.add_node(get_op(un[0]), {v})->outputs[0];
+              v = g.add_node(get_op("permute"), {v}, perm)->outputs[0];
+            }
+            out = g.add_node(get_op("add"), {v, any_of(p)})->outputs[0];
+          }
+          break;
         default: {  // reshape there and back
           Attrs flat, back;
           flat.set("shape", std::vector<int64_t>{-1});
