@@ -70,6 +70,26 @@ void register_shape_adapters(AdapterMap& m) {
   m["aten.expand.default"] = [](AtenCall& c) {
     return one(c.b.op1("expand", {c.tensor("self")}, attrs({{"shape", c.ints("size")}})));
   };
+  // repeat: each dim i of self (leading 1s added up to the repeats' count) becomes repeats[i] copies
+  // of it: viewed as [1, s0, 1, s1, ...], broadcast to [r0, s0, r1, s1, ...], then merged pairwise
+  // (GPT-J's rotary sin/cos).
+  m["aten.repeat.default"] = [](AtenCall& c) {
+    Value* x = c.tensor("self");
+    const std::vector<int64_t> repeats = c.ints("repeats");
+    if (repeats.size() < x->type.rank())
+      c.unsupported("repeat needs at least as many repeats as the tensor has dims");
+    const size_t lead = repeats.size() - x->type.rank();
+    Dims spread, broadcast, merged;
+    for (size_t i = 0; i < repeats.size(); ++i) {
+      const int64_t size = i < lead ? 1 : x->type.dims[i - lead];
+      if (repeats[i] < 0) c.unsupported("repeat counts must not be negative");
+      spread.insert(spread.end(), {1, size});
+      broadcast.insert(broadcast.end(), {repeats[i], size});
+      merged.push_back(repeats[i] * size);
+    }
+    Value* wide = c.b.op1("expand", {c.b.reshape(x, spread)}, attrs({{"shape", broadcast}}));
+    return one(c.b.reshape(wide, merged));
+  };
   m["aten.slice.Tensor"] = [](AtenCall& c) {
     return one(slice(c.b, c.tensor("self"), c.int_or("dim", 0), c.int_or("start", 0),
                      c.int_or("end", std::numeric_limits<int64_t>::max()), c.int_or("step", 1)));

@@ -36,6 +36,12 @@ case("transpose_direct", lambda x: aten.transpose.int(x, 0, -1), lambda g: (rand
 case("expand", lambda x: x.expand(3, 5, 7) + 0, lambda g: (randn(g, 5, 1),), "aten.expand.default")
 case("expand_neg1_i32", lambda x: x.expand(4, -1, 7) * 1, lambda g: (randint(g, 1, 5, 1, dtype=i32),), "aten.expand.default")
 case("expand_output", lambda x: x.expand(3, 5, 7), lambda g: (randn(g, 5, 1),), "aten.expand.default")
+case("repeat", lambda x: x.repeat(2, 3) + 0, lambda g: (randn(g, 5, 7),), "aten.repeat.default")
+case("repeat_new_dims_transposed", lambda x: x.repeat(2, 1, 3), lambda g: (transposed(randn(g, 5, 7)),),
+     "aten.repeat.default")
+case("repeat_i64_zero", lambda x: x.repeat(0, 2), lambda g: (randint(g, 4),), "aten.repeat.default")
+case("repeat_interleave_pairs", lambda x: x[:, None, :].repeat(1, 2, 1).flatten(1, 2), lambda g: (randn(g, 3, 8),),
+     "aten.repeat.default")
 case("slice_step", lambda x: x[:, 1::2] + 1, lambda g: (randn(g, 5, 7),), "aten.slice.Tensor")
 case("slice_negative", lambda x: x[..., -4:-1] * 2, lambda g: (randn(g, 3, 5, 7),), "aten.slice.Tensor")
 case("slice_of_transposed_i64", lambda x: x[1:4] + 1, lambda g: (transposed(randint(g, 5, 6)),), "aten.slice.Tensor")
