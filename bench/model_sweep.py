@@ -2,11 +2,14 @@
 every torchvision classification model; 30 timm models across the families
 issue 7 names (ViT, DeiT, ConvNeXt, EfficientNet, RegNet, Swin, MobileNetV3:
 their variants with RoPE, registers, RMSNorm, GRN, group norm, CondConv,
-EvoNorm); or 14 transformers architectures beyond the zoo's (small configs).
+EvoNorm); 14 transformers architectures beyond the zoo's (small configs); or
+14 transformers decoders decoding with a KV cache (`decoders`: a 5-token
+prompt, then 9 teacher-forced steps of one token through DynamicCache, so
+Dynamo's graphs become symbolic and kiln specializes them per length).
 One JSON line per model: the difference from eager, the output's scale, what
 fell back, how its graphs were captured. For docs/models.md.
 
-    python bench/model_sweep.py torchvision|timm|transformers [--device cpu] [--dtype f32|f16|bf16]
+    python bench/model_sweep.py torchvision|timm|transformers|decoders [--device cpu] [--dtype f32|f16|bf16]
                                 [--skip a,b] [--out f.jsonl]
 
 Random weights; images batch 1 at 64x64 unless a model needs its own size;
@@ -76,6 +79,48 @@ def build_transformers(name: str):
     return model_class(config).eval(), x
 
 
+def _decoder_configs() -> dict:
+    """Causal LM name -> a function building it: 2 layers, hidden size 64, 4 heads (2 key/value heads
+    where the architecture groups them)."""
+    import transformers as t
+
+    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, vocab_size=128,
+                 max_position_embeddings=64)
+    gqa = dict(small, num_key_value_heads=2, head_dim=16)
+    gpt = dict(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64)
+    return {
+        "llama": lambda: t.LlamaForCausalLM(t.LlamaConfig(**gqa)),
+        "mistral": lambda: t.MistralForCausalLM(t.MistralConfig(**gqa)),
+        "qwen2": lambda: t.Qwen2ForCausalLM(t.Qwen2Config(**gqa)),
+        "qwen3": lambda: t.Qwen3ForCausalLM(t.Qwen3Config(**gqa)),
+        "gemma": lambda: t.GemmaForCausalLM(t.GemmaConfig(**gqa)),
+        "gemma2": lambda: t.Gemma2ForCausalLM(t.Gemma2Config(**gqa)),
+        "phi3": lambda: t.Phi3ForCausalLM(t.Phi3Config(**dict(small, num_key_value_heads=2, pad_token_id=0))),
+        "phi": lambda: t.PhiForCausalLM(t.PhiConfig(**small)),
+        "opt": lambda: t.OPTForCausalLM(t.OPTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                    ffn_dim=128, vocab_size=128, max_position_embeddings=64,
+                                                    word_embed_proj_dim=64)),
+        "gpt_neox": lambda: t.GPTNeoXForCausalLM(t.GPTNeoXConfig(**small)),
+        "falcon": lambda: t.FalconForCausalLM(t.FalconConfig(hidden_size=64, num_hidden_layers=2,
+                                                             num_attention_heads=4, vocab_size=128)),
+        "gpt2": lambda: t.GPT2LMHeadModel(t.GPT2Config(**gpt)),
+        "bloom": lambda: t.BloomForCausalLM(t.BloomConfig(vocab_size=128, hidden_size=64, n_layer=2, n_head=4)),
+        "gptj": lambda: t.GPTJForCausalLM(t.GPTJConfig(**gpt, rotary_dim=8)),
+    }
+
+
+def decode(model, tokens: torch.Tensor, prompt: int = 5) -> torch.Tensor:
+    """Teacher-forced decoding: the prompt, then one token a step through a DynamicCache; every step's
+    logits, concatenated along the sequence."""
+    from transformers import DynamicCache
+
+    cache, logits, step_in = DynamicCache(), [], tokens[:, :prompt]
+    for step in range(prompt, tokens.shape[1] + 1):
+        logits.append(model(step_in, past_key_values=cache, use_cache=True).logits)
+        step_in = tokens[:, step:step + 1]
+    return torch.cat(logits, dim=1)
+
+
 def build_timm(name: str):
     import timm
 
@@ -104,6 +149,8 @@ def names(source: str) -> list[str]:
         return list(TIMM)
     if source == "transformers":
         return list(_text_configs())
+    if source == "decoders":
+        return list(_decoder_configs())
     import torchvision
 
     return torchvision.models.list_models(module=torchvision.models)
@@ -118,6 +165,8 @@ def sweep_one(source: str, name: str, device: str, dtype: torch.dtype = torch.fl
     try:
         if source == "transformers":
             model, x = build_transformers(name)
+        elif source == "decoders":
+            model, x = _decoder_configs()[name]().eval(), torch.randint(1, 128, (2, 14))
         else:
             model, side = (build_timm if source == "timm" else build_torchvision)(name)
             x = torch.randn(1, 3, side, side)
@@ -125,10 +174,11 @@ def sweep_one(source: str, name: str, device: str, dtype: torch.dtype = torch.fl
         x = x.to(device, dtype) if x.is_floating_point() else x.to(device)
         reports = []
         compiled = torch.compile(model, backend=functools.partial(kiln_backend, reports=reports))
+        run = functools.partial(decode, tokens=x) if source == "decoders" else lambda m: m(x)
         with torch.no_grad():
-            want = model(x)
+            want = run(model)
             start = time.perf_counter()
-            got = compiled(x)
+            got = run(compiled)
             seconds = time.perf_counter() - start
         if source == "transformers":
             want, got = want.last_hidden_state, got.last_hidden_state
@@ -146,7 +196,7 @@ def sweep_one(source: str, name: str, device: str, dtype: torch.dtype = torch.fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("source", choices=["torchvision", "timm", "transformers"])
+    parser.add_argument("source", choices=["torchvision", "timm", "transformers", "decoders"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", choices=list(DTYPES), default="f32")
     parser.add_argument("--skip", default="", help="comma-separated model names to leave out")
