@@ -1,5 +1,5 @@
 """Dynamic shapes on every device under test (CPU, and CUDA on the GPU machine): a convolution net over
-several batch sizes, and GPT-2 decoding step by step with transformers' dynamic cache, against eager; on
+several batch sizes, and GPT-2 and LLaMA decoding step by step with transformers' dynamic cache, against eager; on
 CUDA, each specialization replays its CUDA graph and dropped specializations give their device memory
 back. (tests/python/test_dynamic.py checks the specialization cache itself, on the CPU.)"""
 
@@ -46,7 +46,17 @@ def test_conv_net_batches_match_eager_and_replay(device):
         assert sum(s["graph_replays"] for s in stats) >= 3
 
 
-def test_gpt2_decoding_steps_match_eager(device, monkeypatch):
+def tiny_llama(device):
+    """transformers' LLaMA (rotary positions, grouped key/value heads) with 2 layers of width 32."""
+    import transformers as tf
+
+    config = tf.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    return tf.LlamaForCausalLM(config).to(device).eval()
+
+
+@pytest.mark.parametrize("build", [tiny_gpt2, tiny_llama], ids=["gpt2", "llama"])
+def test_decoding_steps_match_eager(device, build, monkeypatch):
     """Teacher-forced decoding with a dynamic cache: each step's cache is one longer, so after the first
     two steps Dynamo hands kiln one symbolic graph, specialized per length; every step's logits match
     eager's."""
@@ -61,7 +71,7 @@ def test_gpt2_decoding_steps_match_eager(device, monkeypatch):
 
     monkeypatch.setattr(kiln.specialize, "specialize", counting)
     torch.manual_seed(0)
-    model = tiny_gpt2(device)
+    model = build(device)
     compiled = torch.compile(model.forward, backend=kiln_backend)
     tokens = torch.randint(0, 96, (2, 16), device=device)
     caches = DynamicCache(), DynamicCache()
