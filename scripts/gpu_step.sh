@@ -12,7 +12,9 @@
 #   bash scripts/gpu_step.sh bench-1|2|3    # bench/run.py, three workloads each, all four backends
 #   bash scripts/gpu_step.sh quick W,W...    # bench/run.py, kiln and reduce-overhead only (a check of a change)
 #                                           # (bench steps: env PROCESSES=N times each row in N fresh processes;
-#                                           # run 13's bench-N calls, 15 processes each, took 299-368 s)
+#                                           # run 13's bench-N calls, 15 processes each, took 299-368 s;
+#                                           # quick with PROCESSES=3 ran 3 b1 rows in about 500 s (run 15:
+#                                           # a fourth row did not fit in 560 s), so 3 rows a call at most)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
