@@ -1,7 +1,8 @@
 // Random graphs for planner and executable tests: DAGs of elementwise ops
 // (bounded math, so values stay finite) over a few broadcast-compatible
 // shapes, optionally with view ops (permute, slice, select, unsqueeze,
-// expand, reshape) over inputs and intermediates. Deterministic per seed.
+// expand, reshape) over inputs, intermediates and a [7, 8] literal (whose
+// views and ops fold at compile time). Deterministic per seed.
 #pragma once
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/literal.h"
 #include "ops/op_def.h"
 #include "support/error.h"
 
@@ -29,6 +31,14 @@ inline std::unique_ptr<Graph> random_graph(uint32_t seed, bool with_views) {
     pool.push_back(g->add_input("x" + std::to_string(i), TensorType(DType::f32, kShapes[pick(num_shapes)])));
   if (pick(2)) pool.push_back(g->add_weight("w", TensorType(DType::f32, kShapes[pick(num_shapes)]), "layer.w"));
   if (pick(2)) pool.push_back(g->add_scalar(0.5, DType::f32));
+  Value* table = nullptr;
+  if (with_views && pick(2)) {
+    const TensorType t(DType::f32, {7, 8});
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.numel()) * 4);
+    for (int64_t i = 0; i < t.numel(); ++i) store_scalar(bytes.data() + i * 4, DType::f32, 0.25 * (i % 9) - 1.0);
+    table = g->add_literal("table", t, std::move(bytes));
+    pool.push_back(table);
+  }
   // Prefer recent values so that chains (and reuse) are common.
   auto operand = [&]() -> Value* {
     if (pool.size() > 4 && pick(3) != 0) return pool[pool.size() - 1 - pick(4)];
@@ -47,7 +57,7 @@ inline std::unique_ptr<Graph> random_graph(uint32_t seed, bool with_views) {
         } else if (kind == 1) {
           node = g->add_node(get_op(kBinary[pick(std::size(kBinary))]), {operand(), operand()});
         } else {
-          Value* x = operand();
+          Value* x = table != nullptr && pick(4) == 0 ? table : operand();
           Attrs a;
           switch (pick(6)) {
             case 0:
