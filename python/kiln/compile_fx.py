@@ -17,10 +17,11 @@ from kiln.executable import compile_graph, torch_math
 from kiln.folding import prepare
 from kiln.fx_constants import inline_small_constants
 from kiln.fx_rewrites import rewrite_as_strided_views
+from kiln.gc_pause import gc_paused
 from kiln.graph_weights import attach as attach_weights
 from kiln.memory_trace import log_trace, new_trace
 from kiln.options import Options
-from kiln.partition import partition
+from kiln.partition import partition, region_input_names
 from kiln.region import KilnRegion
 from kiln.report import GraphReport
 from kiln.specialize import ShapeSpecialized, has_symbolic_shapes
@@ -32,6 +33,12 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
                      weight_tensors: dict[str, torch.Tensor] | None = None, weight_names: dict[str, str] | None = None):
     """`weight_tensors` (placeholder name -> the real tensor) joins the graph to the weight registry
     (kiln.graph_weights: shared constants, donation); `weight_names` names them in errors."""
+    with gc_paused():
+        return _compile(gm, weights, device, options, weight_tensors, weight_names)
+
+
+def _compile(gm: fx.GraphModule, weights: set[str], device: torch.device, options: Options,
+             weight_tensors: dict[str, torch.Tensor] | None, weight_names: dict[str, str] | None):
     if has_symbolic_shapes(gm):
         # Symbolic sizes (dynamic=True, automatic dynamic): compiled per input shapes (kiln.specialize).
         examples = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
@@ -54,8 +61,7 @@ def compile_fx_graph(gm: fx.GraphModule, weights: set[str], device: torch.device
         exe = compile_graph(graph, device=str(device), cuda_graphs=options.cuda_graphs,
                             new_addresses=options.cuda_graph_new_addresses, **math)
         arg_is_weight = [a.name in weights or a.op == "get_attr" for a in args]
-        placeholders = [n for n in getattr(module, name).graph.nodes if n.op == "placeholder"]
-        keys = [ph.name if w else None for ph, w in zip(placeholders, arg_is_weight)]
+        keys = [n if w else None for n, w in zip(region_input_names(getattr(module, name)), arg_is_weight)]
         region = KilnRegion(exe, arg_is_weight, keys, device, folds=folds, trace=trace, name=name)
         setattr(module, name, region)
         region_modules.append(region)

@@ -97,21 +97,35 @@ def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> 
     """Builds a kiln Graph from `gm`; placeholders named in `weights` become
     weights (bound by pointer), the others inputs. Raises ImportFailure, also
     for a node whose kiln ops `device`'s backend has no kernel for."""
+    nodes = list(gm.graph.nodes)
+    inputs = [n for n in nodes if n.op == "placeholder"]
+    output = [n for n in nodes if n.op == "output"]
+    results = output[0].args[0] if output else []
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    return import_nodes(inputs, [n for n in nodes if n.op not in ("placeholder", "output")], results, weights, device,
+                        output[0] if output else None)
+
+
+def import_nodes(inputs: list[fx.Node], nodes: list[fx.Node], results: list, weights: set[str], device: str = "cpu",
+                 output: fx.Node | None = None) -> Graph:
+    """import_graph over part of a graph, read in place: `inputs` (placeholder or get_attr nodes) become
+    the kiln graph's inputs and weights (by name, as import_graph's placeholders), `nodes` (in order) its
+    nodes, and `results` its outputs. `output` is the node named when a result is not kiln's."""
     g = Graph()
     g.set_eager_device(device)  # numbers in arithmetic read as torch's kernels there read them
     env: dict[fx.Node, object] = {}
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            dtype, shape, strides = _type_of(node)
-            if node.name in weights:
-                env[node] = g.weight(node.name, dtype, shape, strides, key=node.name)
-            else:
-                # An activation that aliases itself (a stride-0, expanded layout)
-                # is planned contiguous; the region copies it in (region.py).
-                if any(st == 0 and d > 1 for st, d in zip(strides, shape)):
-                    strides = contiguous_strides(shape)
-                env[node] = g.input(node.name, dtype, shape, strides)
-        elif node.op == "call_function" and node.target is operator.getitem:
+    for node in inputs:
+        dtype, shape, strides = _type_of(node)
+        if node.name in weights:
+            env[node] = g.weight(node.name, dtype, shape, strides, key=node.name)
+        else:
+            # An activation that aliases itself (a stride-0, expanded layout)
+            # is planned contiguous; the region copies it in (region.py).
+            if any(st == 0 and d > 1 for st, d in zip(strides, shape)):
+                strides = contiguous_strides(shape)
+            env[node] = g.input(node.name, dtype, shape, strides)
+    for node in nodes:
+        if node.op == "call_function" and node.target is operator.getitem:
             source, index = node.args
             got = env[source]
             env[node] = got[index] if isinstance(got, list) else None
@@ -134,15 +148,12 @@ def import_graph(gm: fx.GraphModule, weights: set[str], device: str = "cpu") -> 
             # One Tensor return is the value itself; several returns or one Tensor[] return (split, unbind) stay a list.
             single = len(returns) == 1 and not isinstance(returns[0].type, torch.ListType)
             env[node] = outs[0] if single else outs
-        elif node.op == "output":
-            results = node.args[0]
-            results = list(results) if isinstance(results, (list, tuple)) else [results]
-            values = []
-            for r in results:
-                if not isinstance(r, fx.Node) or env.get(r) is None or isinstance(env[r], list):
-                    raise ImportFailure(node, f"output {r} is not a kiln tensor")
-                values.append(env[r])
-            g.set_outputs(values)
         else:
             raise ImportFailure(node, f"FX node kind '{node.op}' is not supported")
+    values = []
+    for r in results:
+        if not isinstance(r, fx.Node) or env.get(r) is None or isinstance(env[r], list):
+            raise ImportFailure(output if output is not None else r, f"output {r} is not a kiln tensor")
+        values.append(env[r])
+    g.set_outputs(values)
     return g

@@ -18,7 +18,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from kiln import _kiln
-from kiln.fx_import import ImportFailure, import_graph
+from kiln.fx_import import ImportFailure, import_graph, import_nodes
 from kiln.lazy_graph_module import lazy_graph_module
 from kiln.torch_types import aten_name, kiln_dtype_name
 
@@ -142,14 +142,6 @@ def _whole_graph_region(gm: fx.GraphModule) -> fx.GraphModule | None:
     if not results:
         return None
     inputs = [n for n in gm.graph.nodes if n.op in ("placeholder", "get_attr") and any(u in inner for u in n.users)]
-    sub, env = fx.Graph(), {}
-    for a in inputs:
-        env[a] = sub.placeholder(a.name)
-        env[a].meta = dict(a.meta)
-    for n in nodes:
-        env[n] = sub.node_copy(n, env.__getitem__)
-    sub.output(env[results[0]] if len(results) == 1 else tuple(env[r] for r in results))
-
     outer, outer_env, attributes = fx.Graph(), {}, {}
     for n in gm.graph.nodes:
         if n.op in ("placeholder", "get_attr"):
@@ -163,16 +155,25 @@ def _whole_graph_region(gm: fx.GraphModule) -> fx.GraphModule | None:
         for i, r in enumerate(results):
             outer_env[r] = outer.call_function(operator.getitem, (call, i))
     outer.output(fx.map_arg(output.args[0], outer_env.__getitem__))
-    return lazy_graph_module({**attributes, "fused_0": _RegionGraph(sub)}, outer)
+    return lazy_graph_module({**attributes, "fused_0": _RegionNodes(inputs, nodes, results, output)}, outer)
 
 
-class _RegionGraph(torch.nn.Module):
-    """A region's FX graph without the Python code a GraphModule would generate for it (BERT's took
-    0.16 s to compile): compile_fx replaces the region with a KilnRegion before the module ever runs."""
+class _RegionNodes(torch.nn.Module):
+    """The whole graph's region as the nodes of that graph, read in place: neither copied into a graph of
+    its own (a third of a 12-layer LLaMA decoding step's partition) nor given the Python code a
+    GraphModule would generate (BERT's took 0.16 s to compile). compile_fx replaces it with a KilnRegion
+    before the module ever runs."""
 
-    def __init__(self, graph: fx.Graph):
+    def __init__(self, inputs: list[fx.Node], nodes: list[fx.Node], results: list[fx.Node], output: fx.Node):
         super().__init__()
-        self.graph = graph
+        self.inputs, self.nodes, self.results, self.output = inputs, nodes, results, output
+
+
+def region_input_names(region: torch.nn.Module) -> list[str]:
+    """The names a region's inputs have inside it, in call order (its weights are keyed by them)."""
+    if isinstance(region, _RegionNodes):
+        return [n.name for n in region.inputs]
+    return [n.name for n in region.graph.nodes if n.op == "placeholder"]
 
 
 def _import_regions(fused: fx.GraphModule, weights: set[str], device_type: str):
@@ -181,13 +182,15 @@ def _import_regions(fused: fx.GraphModule, weights: set[str], device_type: str):
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
         sub = getattr(fused, node.target)
-        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
-        region_weights = set()
-        for ph, arg in zip(placeholders, node.args):
-            ph.meta["val"] = arg.meta.get("val")
-            if arg.name in weights or arg.op == "get_attr":
-                region_weights.add(ph.name)
-        regions[node.target] = (import_graph(sub, region_weights, device_type), list(node.args))
+        region_weights = {name for name, arg in zip(region_input_names(sub), node.args)
+                          if arg.name in weights or arg.op == "get_attr"}
+        if isinstance(sub, _RegionNodes):
+            graph = import_nodes(sub.inputs, sub.nodes, sub.results, region_weights, device_type, sub.output)
+        else:
+            for ph, arg in zip((n for n in sub.graph.nodes if n.op == "placeholder"), node.args):
+                ph.meta["val"] = arg.meta.get("val")
+            graph = import_graph(sub, region_weights, device_type)
+        regions[node.target] = (graph, list(node.args))
     return regions
 
 

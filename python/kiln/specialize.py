@@ -36,6 +36,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import free_symbols
 
 from kiln.fake_values import fake_tensor
+from kiln.gc_pause import gc_paused
 from kiln.lazy_graph_module import lazy_graph_module
 
 MAX_SPECIALIZATIONS = 256  # per graph
@@ -242,7 +243,8 @@ class ShapeSpecialized(torch.nn.Module):
         return self._add(self.symbolic.key(args), args)
 
     def _add(self, key: tuple, args):
-        module, report = self.compile_static(specialize(self.gm, args, self.symbolic))
+        with gc_paused():
+            module, report = self.compile_static(specialize(self.gm, args, self.symbolic))
         self._tick += 1
         self.compiled[key] = _Specialization(module, sum(arena for _, _, arena in report.regions), self._tick)
         self._trim(keep=key)
