@@ -82,7 +82,13 @@ class SymbolicValues:
         first_source = {}
         for source in self.sources:
             first_source.setdefault(source[3], source)
-        self.ready = all(free_symbols(n.meta.get("val")) <= first_source.keys() for n in self.nodes)
+        symbols = {n: free_symbols(n.meta.get("val")) for n in self.nodes}
+        self.ready = all(found <= first_source.keys() for found in symbols.values())
+        # Values that no symbol decides are the same in every specialization: made once, in one fake mode
+        # that every specialization's values share (a 12-layer LLaMA decoding step: most of its ~1300).
+        self._mode = FakeTensorMode()
+        self._fixed: dict[fx.Node, object] = {}
+        self._fixed_nodes = {n for n, found in symbols.items() if not found}
         # What the cache's key reads: one place per symbol when every value follows from the symbols (Dynamo's
         # guards keep the inputs consistent with them and fix every other size); else the sizes and strides
         # of the inputs whose sizes can change.
@@ -127,7 +133,7 @@ class SymbolicValues:
                 known[expr] = int(value)
             return known[expr]
 
-        mode = FakeTensorMode()
+        mode = self._mode
 
         def make(v):
             if v is None or type(v) in (bool, int, float):
@@ -143,9 +149,11 @@ class SymbolicValues:
             raise _Unbound(type(v).__name__)
 
         try:
-            values = {n: make(n.meta.get("val")) for n in self.nodes}
+            values = {n: self._fixed[n] if n in self._fixed else make(n.meta.get("val")) for n in self.nodes}
         except _Unbound:
             return None
+        if not self._fixed:
+            self._fixed = {n: values[n] for n in self._fixed_nodes}
         for node, a in zip(self.placeholders, args):  # the inputs agree with what the graph was traced for
             v = values[node]
             if isinstance(a, torch.Tensor) and (not isinstance(v, torch.Tensor) or tuple(v.shape) != tuple(
