@@ -4,6 +4,7 @@ kiln's inferred types agree with torch's. No op semantics live here."""
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import torch
@@ -56,20 +57,26 @@ def _convert_arg(value, env, node: fx.Node):
     raise ImportFailure(node, f"argument of type {type(value).__name__} is not supported")
 
 
+@functools.cache
+def _schema_arguments(target) -> tuple:
+    """(name, kwarg_only, default) of each of an overload's arguments, read once: the schema's Argument
+    objects are made anew on every access (about half of importing a node)."""
+    return tuple((a.name, a.kwarg_only, a.default_value if a.has_default_value() else None)
+                 for a in target._schema.arguments)
+
+
 def schema_args(node: fx.Node, env) -> dict:
     """The node's arguments by schema name (defaults filled in), fx nodes replaced by kiln values."""
-    schema = node.target._schema
     out = {}
-    for i, arg in enumerate(schema.arguments):
-        if i < len(node.args) and not arg.kwarg_only:
-            value = node.args[i]
-        elif arg.name in node.kwargs:
-            value = node.kwargs[arg.name]
-        elif arg.has_default_value():
-            value = arg.default_value
+    args, kwargs = node.args, node.kwargs
+    for i, (name, kwarg_only, default) in enumerate(_schema_arguments(node.target)):
+        if i < len(args) and not kwarg_only:
+            value = args[i]
+        elif name in kwargs:
+            value = kwargs[name]
         else:
-            value = None
-        out[arg.name] = _convert_arg(value, env, node)
+            value = default
+        out[name] = _convert_arg(value, env, node)
     return out
 
 
