@@ -87,8 +87,8 @@ class SymbolicValues:
         # Values that no symbol decides are the same in every specialization: made once, in one fake mode
         # that every specialization's values share (a 12-layer LLaMA decoding step: most of its ~1300).
         self._mode = FakeTensorMode()
-        self._fixed: dict[fx.Node, object] = {}
-        self._fixed_nodes = {n for n, found in symbols.items() if not found}
+        self._fixed_nodes = [n for n, found in symbols.items() if not found]
+        self._fixed: dict[fx.Node, object] | None = None  # their values, from the first values() call
         # What the cache's key reads: one place per symbol when every value follows from the symbols (Dynamo's
         # guards keep the inputs consistent with them and fix every other size); else the sizes and strides
         # of the inputs whose sizes can change.
@@ -149,10 +149,11 @@ class SymbolicValues:
             raise _Unbound(type(v).__name__)
 
         try:
-            values = {n: self._fixed[n] if n in self._fixed else make(n.meta.get("val")) for n in self.nodes}
+            fixed = self._fixed or {}
+            values = {n: fixed[n] if n in fixed else make(n.meta.get("val")) for n in self.nodes}
         except _Unbound:
             return None
-        if not self._fixed:
+        if self._fixed is None:
             self._fixed = {n: values[n] for n in self._fixed_nodes}
         for node, a in zip(self.placeholders, args):  # the inputs agree with what the graph was traced for
             v = values[node]

@@ -10,8 +10,6 @@
 // padded mask, say), so the views reading it are rebuilt on the literal and
 // their strides follow (rewrite.h); a node whose readers cannot follow (an
 // as_strided) is not folded.
-#include <unordered_set>
-
 #include "ops/op_def.h"
 #include "passes/constant_eval.h"
 #include "passes/passes.h"
@@ -37,22 +35,13 @@ bool worth_folding(const Node& node, const FoldOptions& options) {
   return bytes <= options.max_bytes;
 }
 
-// The views reading `v`, transitively: replace_with_views_rebuilt erases them.
-void collect_views(const Value* v, std::unordered_set<const Node*>* views) {
-  for (const Node* u : distinct_users(v)) {
-    if (!u->op->has(kView)) continue;
-    views->insert(u);
-    for (const Value* out : u->outputs) collect_views(out, views);
-  }
-}
-
-// One walk over the graph's nodes; `rebuilt` is set when views were rebuilt on
-// a literal (new nodes this walk did not visit, foldable in the next).
+// One walk over the graph's nodes. It stops after a node whose readers were
+// rebuilt on its literal (`rebuilt` set): the walk's node list holds the old
+// views, erased, and not the new ones, which the next walk visits.
 bool fold_walk(Graph& graph, const FoldOptions& options, bool* rebuilt) {
   bool changed = false;
-  std::unordered_set<const Node*> erased;  // old views rebuilt on a literal, later in the walk
   for (Node* node : graph.nodes()) {
-    if (erased.count(node) != 0 || !all_literal_inputs(*node) || !worth_folding(*node, options)) continue;
+    if (!all_literal_inputs(*node) || !worth_folding(*node, options)) continue;
     bool views_follow = true;
     for (const Value* out : node->outputs) {
       const TensorType packed(out->type.dtype, out->type.dims);
@@ -73,7 +62,6 @@ bool fold_walk(Graph& graph, const FoldOptions& options, bool* rebuilt) {
       if (lit->type.strides == out->type.strides) {
         graph.replace_all_uses(out, lit);
       } else {
-        collect_views(out, &erased);
         replace_with_views_rebuilt(graph, out, lit);
         *rebuilt = true;
       }
@@ -82,6 +70,7 @@ bool fold_walk(Graph& graph, const FoldOptions& options, bool* rebuilt) {
     graph.erase_node(node);
     for (auto& [lit, name] : renames) graph.rename(lit, name);
     changed = true;
+    if (*rebuilt) break;
   }
   return changed;
 }
