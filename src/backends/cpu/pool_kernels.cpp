@@ -50,6 +50,23 @@ void run_numeric(DType d, Fn&& fn) {
   });
 }
 
+// One tap of `count` windows side by side: window q reads src[q * step], whose flat index is
+// flat0 + q * flat_step; it replaces the window's value so far (y[q], index[q]) when strictly larger, or when
+// it is NaN and that is not. Branch-free, with nothing the stores could alias, so it runs from registers.
+template <typename T>
+void max_taps(const T* __restrict src, int64_t step, int64_t count, int64_t flat0, int64_t flat_step, T* __restrict y,
+              int64_t* __restrict index) {
+  using C = compute_t<T>;
+  for (int64_t q = 0; q < count; ++q) {
+    const T candidate = src[q * step];
+    const C v = to_compute(candidate), best = to_compute(y[q]);
+    bool take = v > best;
+    if constexpr (std::is_floating_point_v<C>) take = take | ((v != v) & (best == best));
+    y[q] = take ? candidate : y[q];
+    index[q] = take ? flat0 + q * flat_step : index[q];
+  }
+}
+
 class MaxPoolKernel final : public CpuKernel {
  public:
   explicit MaxPoolKernel(const Node& node)
@@ -63,42 +80,92 @@ class MaxPoolKernel final : public CpuKernel {
     const int64_t out_plane = p.out_h * p.out_w;
     auto* indices = static_cast<int64_t*>(out[1].data);
     run_numeric(in[0].dtype, [&]<typename T>() {
-      using C = compute_t<T>;
       const T* x = static_cast<const T*>(in[0].data);
       T* y = static_cast<T*>(out[0].data);
+      const auto [lo, hi] = interior_columns(p);
       ctx.pool.parallel_for(p.count, std::max<int64_t>(1, 4096 / std::max<int64_t>(out_plane, 1)),
                             [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b) {
           const T* xp = x + p.offset(b);
-          for (int64_t oh = 0; oh < p.out_h; ++oh)
+          for (int64_t oh = 0; oh < p.out_h; ++oh) {
+            T* y_row = y + b * out_plane + oh * p.out_w;
+            int64_t* index_row = indices + b * out_plane + oh * p.out_w;
+            const bool interior = hi > lo && interior_row<T>(xp, p, oh, lo, hi, y_row, index_row);
             for (int64_t ow = 0; ow < p.out_w; ++ow) {
-              C best = C(0);
-              int64_t best_index = -1;
-              bool saw_nan = false;  // NaN wins; torch keeps the first one
-              for (int64_t i = 0; i < kernel_[0] && !saw_nan; ++i) {
-                const int64_t h = oh * stride_[0] - padding_[0] + i * dilation_[0];
-                if (h < 0 || h >= p.in_h) continue;
-                for (int64_t j = 0; j < kernel_[1] && !saw_nan; ++j) {
-                  const int64_t w = ow * stride_[1] - padding_[1] + j * dilation_[1];
-                  if (w < 0 || w >= p.in_w) continue;
-                  C v = to_compute(xp[h * p.h_stride + w * p.w_stride]);
-                  if constexpr (std::is_floating_point_v<C>) saw_nan = std::isnan(v);
-                  if (best_index < 0 || v > best || saw_nan) {
-                    best = v;
-                    best_index = h * p.in_w + w;
-                  }
-                }
+              if (interior && ow == lo) {
+                ow = hi - 1;  // written by interior_row
+                continue;
               }
-              const int64_t o = b * out_plane + oh * p.out_w + ow;
-              y[o] = from_compute<T>(best);
-              indices[o] = best_index;
+              window<T>(xp, p, oh, ow, y_row[ow], index_row[ow]);
             }
+          }
         }
       });
     });
   }
 
  private:
+  // Output columns [lo, hi) whose window columns all lie inside the input.
+  std::pair<int64_t, int64_t> interior_columns(const Planes& p) const {
+    const int64_t lo = std::min(p.out_w, (padding_[1] + stride_[1] - 1) / stride_[1]);
+    const int64_t last = p.in_w - 1 + padding_[1] - (kernel_[1] - 1) * dilation_[1];  // ow * stride may reach it
+    const int64_t hi = last < 0 ? 0 : std::min(p.out_w, last / stride_[1] + 1);
+    return {lo, std::max(lo, hi)};
+  }
+
+  // One output of the window at (oh, ow): the first largest value and its flat index (NaN wins, the first one).
+  template <typename T>
+  void window(const T* xp, const Planes& p, int64_t oh, int64_t ow, T& y, int64_t& index) const {
+    using C = compute_t<T>;
+    C best = C(0);
+    int64_t best_index = -1;
+    bool saw_nan = false;
+    for (int64_t i = 0; i < kernel_[0] && !saw_nan; ++i) {
+      const int64_t h = oh * stride_[0] - padding_[0] + i * dilation_[0];
+      if (h < 0 || h >= p.in_h) continue;
+      for (int64_t j = 0; j < kernel_[1] && !saw_nan; ++j) {
+        const int64_t w = ow * stride_[1] - padding_[1] + j * dilation_[1];
+        if (w < 0 || w >= p.in_w) continue;
+        C v = to_compute(xp[h * p.h_stride + w * p.w_stride]);
+        if constexpr (std::is_floating_point_v<C>) saw_nan = std::isnan(v);
+        if (best_index < 0 || v > best || saw_nan) {
+          best = v;
+          best_index = h * p.in_w + w;
+        }
+      }
+    }
+    y = from_compute<T>(best);
+    index = best_index;
+  }
+
+  // The outputs [lo, hi) of row oh, all windows inside the input's columns, tap by tap across the row (the same
+  // taps in the same order as window(), so the same winner: a later tap replaces only a strictly larger value,
+  // or a NaN a value that is not NaN). False, writing nothing, when no window row lies inside the input.
+  template <typename T>
+  bool interior_row(const T* xp, const Planes& p, int64_t oh, int64_t lo, int64_t hi, T* y, int64_t* index) const {
+    bool first = true;
+    for (int64_t i = 0; i < kernel_[0]; ++i) {
+      const int64_t h = oh * stride_[0] - padding_[0] + i * dilation_[0];
+      if (h < 0 || h >= p.in_h) continue;
+      const T* line = xp + h * p.h_stride;
+      for (int64_t j = 0; j < kernel_[1]; ++j) {
+        const int64_t w0 = lo * stride_[1] - padding_[1] + j * dilation_[1];  // the column of output lo's tap
+        const T* src = line + w0 * p.w_stride;
+        const int64_t step = stride_[1] * p.w_stride, flat0 = h * p.in_w + w0;
+        if (first) {
+          for (int64_t q = 0; q < hi - lo; ++q) {
+            y[lo + q] = src[q * step];
+            index[lo + q] = flat0 + q * stride_[1];
+          }
+          first = false;
+          continue;
+        }
+        max_taps<T>(src, step, hi - lo, flat0, stride_[1], y + lo, index + lo);
+      }
+    }
+    return !first;
+  }
+
   std::vector<int64_t> kernel_, stride_, padding_, dilation_;
 };
 

@@ -102,6 +102,48 @@ TEST(MaxPool2d, NanPropagates) {
   EXPECT_EQ(out[1].at({0, 0, 0, 0}), 1.0);
 }
 
+// Ties, -inf and several NaNs in a plane wide enough for interior windows (read tap by tap across a row) and
+// border ones: each output is the first largest value of its window, or its first NaN, and that one's index.
+TEST(MaxPool2d, TiesInfinitiesAndNansMatchTheFirstWinner) {
+  const Dims dims{1, 2, 7, 11};
+  HostTensor x(TensorType(DType::f32, dims));
+  std::mt19937 rng(11);
+  const double levels[] = {-1.0, 0.0, 1.0, -std::numeric_limits<double>::infinity()};
+  for (int64_t flat = 0; flat < numel(dims); ++flat) {
+    const uint32_t r = rng() % 40;
+    x.set(unravel(flat, dims), r == 0 ? std::nan("") : levels[r % 4]);
+  }
+  for (bool all_minus_inf : {false, true}) {
+    if (all_minus_inf)
+      for (int64_t flat = 0; flat < numel(dims); ++flat) x.set(unravel(flat, dims), -std::numeric_limits<double>::infinity());
+    Attrs a;
+    a.set("kernel_size", Dims{3, 3});
+    a.set("stride", Dims{2, 1});
+    a.set("padding", Dims{1, 1});
+    auto out = run_op("max_pool2d", {&x}, a);
+    const Dims out_dims = out[0].type.dims;
+    ASSERT_EQ(out_dims, (Dims{1, 2, 4, 11}));
+    for (int64_t flat = 0; flat < numel(out_dims); ++flat) {
+      const Dims oi = unravel(flat, out_dims);
+      double best = 0;
+      int64_t best_index = -1;
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+          const int64_t h = oi[2] * 2 - 1 + i, w = oi[3] - 1 + j;
+          if (h < 0 || h >= dims[2] || w < 0 || w >= dims[3]) continue;
+          const double v = x.at({0, oi[1], h, w});
+          if (best_index < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+            best = v;
+            best_index = h * dims[3] + w;
+          }
+        }
+      const double got = out[0].at(oi);
+      EXPECT_TRUE(std::isnan(best) ? std::isnan(got) : got == best) << "output " << flat;
+      EXPECT_EQ(out[1].at(oi), static_cast<double>(best_index)) << "output " << flat;
+    }
+  }
+}
+
 struct AvgCase {
   PoolCase pool;
   bool count_include_pad = true;
