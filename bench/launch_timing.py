@@ -26,8 +26,8 @@ def _timed_points(backend: str) -> list[tuple[object, str, str]]:
         from kiln.output_buffers import OutputBuffers
         from kiln.region import KilnRegion
 
-        return [(KilnRegion, "forward", "region"), (OutputBuffers, "allocate", "outputs"),
-                (Executable, "run_into", "launch")]
+        return [(KilnRegion, "forward", "region"), (OutputBuffers, "take", "outputs"),
+                (Executable, "run_at", "launch")]
     return [(torch.cuda.CUDAGraph, "replay", "launch")]
 
 

@@ -29,6 +29,11 @@ class Executable:
         this executable's device, allocated by the caller."""
         self._native.run_into(inputs, outputs, stream)
 
+    def run_at(self, inputs, outputs, stream: int = 0) -> None:
+        """run_into() with each input given by its address as well: the caller holds every input to
+        input_types()[k] (dtype, shape, strides) on this executable's device; only the addresses are checked."""
+        self._native.run_at(inputs, outputs, stream)
+
     def __call__(self, *inputs):
         """Convenience for NumPy: allocates the outputs as NumPy arrays and returns them."""
         import numpy as np

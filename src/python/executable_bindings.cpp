@@ -138,6 +138,18 @@ void bind_executable(nb::module_& m) {
            nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
            "run() with each output given by its address: a contiguous buffer of output_types()[k] on the "
            "executable's device that the caller allocated (skips DLPack for outputs kiln itself described).")
+      .def("run_at",
+           [](Executable& e, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+              uintptr_t stream) {
+             std::vector<void*> ins(inputs.size()), outs(outputs.size());
+             for (size_t k = 0; k < inputs.size(); ++k) ins[k] = reinterpret_cast<void*>(inputs[k]);
+             for (size_t k = 0; k < outputs.size(); ++k) outs[k] = reinterpret_cast<void*>(outputs[k]);
+             nb::gil_scoped_release release;
+             e.run_at(ins, outs, Stream{reinterpret_cast<void*>(stream)});
+           },
+           nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+           "run_into() with each input given by its address as well: the caller holds every input to "
+           "input_types()[k] (dtype, dims, strides) on the executable's device; only the addresses are checked.")
       .def("input_types", [](const Executable& e) { return types_to_py(e.input_types()); })
       .def("output_types", [](const Executable& e) { return types_to_py(e.output_types()); })
       .def("weight_keys", &Executable::weight_keys)

@@ -86,6 +86,7 @@ void Executable::build() {
   overlaps_.resize_weights(weights.size());
   for (const Value* v : graph_->outputs())
     output_views_.emplace_back(nullptr, TensorType(v->type.dtype, v->type.dims), device_);
+  for (const Value* v : graph_->inputs()) input_views_.emplace_back(nullptr, v->type, device_);
   for (size_t i = 0; i < weights.size(); ++i) weights_by_key_[weights[i]->weight_key].push_back(static_cast<int>(i));
 
   for (const Node* node : graph_->nodes()) {
@@ -180,17 +181,33 @@ void Executable::run(std::span<const TensorView> inputs, std::span<const TensorV
   run_checked(inputs, outputs, stream);
 }
 
+namespace {
+
+// Puts `addresses` into `views` (the types of the executable's inputs or outputs); `what` names them in errors.
+void bind_addresses(std::span<void* const> addresses, std::vector<TensorView>& views, const char* call,
+                    const char* what) {
+  KILN_CHECK(addresses.size() == views.size(), call, ": expected ", views.size(), " ", what, " addresses, got ",
+             addresses.size());
+  for (size_t k = 0; k < addresses.size(); ++k) {
+    views[k].data = addresses[k];
+    KILN_CHECK(addresses[k] != nullptr || views[k].numel() == 0, call, ": ", what, " ", k, " has a null address");
+  }
+}
+
+}  // namespace
+
 void Executable::run_into(std::span<const TensorView> inputs, std::span<void* const> outputs, Stream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   check_inputs(inputs);
-  KILN_CHECK(outputs.size() == output_views_.size(), "run_into: expected ", output_views_.size(),
-             " output addresses, got ", outputs.size());
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    output_views_[k].data = outputs[k];
-    KILN_CHECK(outputs[k] != nullptr || output_views_[k].numel() == 0, "run_into: output ", k,
-               " has a null address");
-  }
+  bind_addresses(outputs, output_views_, "run_into", "output");
   run_checked(inputs, output_views_, stream);
+}
+
+void Executable::run_at(std::span<void* const> inputs, std::span<void* const> outputs, Stream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bind_addresses(inputs, input_views_, "run_at", "input");
+  bind_addresses(outputs, output_views_, "run_at", "output");
+  run_checked(input_views_, output_views_, stream);
 }
 
 void Executable::run_checked(std::span<const TensorView> inputs, std::span<const TensorView> outputs, Stream stream) {

@@ -112,6 +112,11 @@ class Executable {
   // output_types()[k] on this executable's device (the caller allocated it as
   // described, so only the addresses are checked).
   void run_into(std::span<const TensorView> inputs, std::span<void* const> outputs, Stream stream = {});
+  // run_into() with each input given by its address too: the caller holds each input to
+  // input_types()[k] (dtype, dims, strides) on this executable's device, so only the addresses are
+  // checked. kiln's torch region takes this path for the tensors it checked itself (no DLPack export
+  // per call: torch's __dlpack__ is Python, microseconds of host time the device waits for).
+  void run_at(std::span<void* const> inputs, std::span<void* const> outputs, Stream stream = {});
 
   std::vector<TensorType> input_types() const;
   std::vector<TensorType> output_types() const;  // contiguous
@@ -193,6 +198,7 @@ class Executable {
   std::vector<bool> weight_bound_;
   BufferOverlapChecker overlaps_;  // the weights' byte ranges kept sorted for run()'s check
   std::vector<TensorView> output_views_;  // run_into's outputs: the output types, at the call's addresses
+  std::vector<TensorView> input_views_;   // run_at's inputs: the input types, at the call's addresses
   std::vector<void*> ptr_;  // per plan value, for the call in progress
   DeviceBuffer arena_;
   DeviceBuffer literal_buffer_;  // device copies of the literals (not on CPU, where they are bound in place)
