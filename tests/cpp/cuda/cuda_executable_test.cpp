@@ -80,5 +80,91 @@ TEST(CudaExecutable, MatchesCpuEndToEnd) {
   }
 }
 
+// q, k, v = x @ Wq^T + bq, x @ Wk^T, x @ Wv^T + bv (attention's projections); out = q * k + v.
+std::unique_ptr<Graph> projections_graph(DType d) {
+  auto g = std::make_unique<Graph>();
+  Value* x = g->add_input("x", TensorType(d, {64, 96}));
+  Attrs perm;
+  perm.set("dims", std::vector<int64_t>{1, 0});
+  std::vector<Value*> outs;
+  for (const char* name : {"q", "k", "v"}) {
+    Value* w = g->add_weight(std::string("w") + name, TensorType(d, {96, 96}), std::string(name) + ".weight");
+    Value* wt = g->add_node(get_op("permute"), {w}, perm)->outputs[0];
+    Value* y = g->add_node(get_op("matmul"), {x, wt})->outputs[0];
+    if (std::string(name) != "k") {
+      Value* b = g->add_weight(std::string("b") + name, TensorType(d, {96}), std::string(name) + ".bias");
+      y = g->add_node(get_op("add"), {y, b})->outputs[0];
+    }
+    outs.push_back(y);
+  }
+  Value* qk = g->add_node(get_op("mul"), {outs[0], outs[1]})->outputs[0];
+  g->set_outputs({g->add_node(get_op("add"), {qk, outs[2]})->outputs[0], outs[1]});
+  return g;
+}
+
+// Note [Concurrent matmuls]: the three products run on three streams (eager, captured and replayed calls)
+// and give exactly what one stream gives, and what the CPU gives within rounding.
+TEST(CudaExecutable, ProductsSideBySideMatchOneStream) {
+  KILN_REQUIRE_CUDA();
+  for (DType d : {DType::f32, DType::f16}) {
+    auto graph = projections_graph(d);
+    run_pipeline(*graph);
+    Executable cpu_exe(*graph, Device{DeviceKind::cpu, 0});
+    Executable side_exe(*graph, Device{DeviceKind::cuda, 0});
+    ExecutableOptions one_stream;
+    one_stream.concurrent_matmuls = false;
+    Executable one_exe(*graph, Device{DeviceKind::cuda, 0}, one_stream);
+    EXPECT_NE(side_exe.describe().find("1 spans of products side by side"), std::string::npos) << side_exe.describe();
+    EXPECT_NE(side_exe.describe().find("(span 0, branch 2)"), std::string::npos) << side_exe.describe();
+    EXPECT_EQ(one_exe.describe().find("side by side"), std::string::npos) << one_exe.describe();
+
+    std::mt19937 rng(5);
+    HostTensor x = random_tensor(d, {64, 96}, rng);
+    std::vector<HostTensor> weights;
+    std::vector<std::unique_ptr<DeviceTensor>> device_weights;
+    for (const std::string& key : cpu_exe.weight_keys()) {
+      const Value* w = nullptr;
+      for (const Value* v : graph->weights())
+        if (v->weight_key == key) w = v;
+      weights.push_back(random_tensor(d, w->type.dims, rng));
+      cpu_exe.bind_weight(key, weights.back().view());
+      device_weights.push_back(std::make_unique<DeviceTensor>(weights.back()));
+      side_exe.bind_weight(key, device_weights.back()->view());
+      one_exe.bind_weight(key, device_weights.back()->view());
+    }
+    std::vector<HostTensor> want;
+    std::vector<TensorView> want_views;
+    for (const TensorType& t : cpu_exe.output_types()) want.push_back(alloc_tensor(t));
+    for (HostTensor& t : want) want_views.push_back(t.view());
+    TensorView cpu_in[] = {x.view()};
+    cpu_exe.run(cpu_in, want_views);
+
+    cudaStream_t stream = nullptr;
+    KILN_CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    DeviceTensor dx(x);
+    TensorView gpu_in[] = {dx.view()};
+    auto outputs_of = [&](Executable& exe) -> std::vector<HostTensor> {
+      std::vector<std::unique_ptr<DeviceTensor>> got;
+      std::vector<TensorView> views;
+      for (const TensorType& t : exe.output_types()) {
+        got.push_back(std::make_unique<DeviceTensor>(poisoned(t)));
+        views.push_back(got.back()->view());
+      }
+      for (int call = 0; call < 3; ++call) exe.run(gpu_in, views, Stream{stream});  // eager, captured, replayed
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      std::vector<HostTensor> host;
+      for (auto& t : got) host.push_back(t->download());
+      return host;
+    };
+    std::vector<HostTensor> side = outputs_of(side_exe), one = outputs_of(one_exe);
+    cudaStreamDestroy(stream);
+    EXPECT_EQ(side_exe.call_stats().graph_replays, 2);
+    for (size_t k = 0; k < want.size(); ++k) {
+      expect_match(side[k], want[k], str_cat(dtype_name(d), " output ", k), 16.0);
+      EXPECT_EQ(side[k].words, one[k].words) << dtype_name(d) << " output " << k << " differs from one stream's";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test
