@@ -64,8 +64,14 @@ void CudaResources::add_side_workspace(void* stream, DeviceBuffer buffer) {
 }
 
 void CudaResources::remove_side_workspace(void* stream) {
+  DeviceBuffer released;  // freed after the lock (a torch allocator's release takes the GIL)
   std::lock_guard<std::mutex> lock(mutex_);
-  std::erase_if(side_, [&](const SideWorkspace& w) { return w.stream == stream; });
+  for (auto it = side_.begin(); it != side_.end(); ++it) {
+    if (it->stream != stream) continue;
+    released = std::move(it->buffer);
+    side_.erase(it);
+    return;
+  }
 }
 
 DeviceBuffer CudaResources::allocate_workspace(size_t bytes) {
