@@ -92,35 +92,10 @@ int64_t MemoryPlan::unshared_bytes() const {
   return total;
 }
 
-namespace {
-
-// PlanOptions::concurrent_spans: the liveness of each span's reads extended to its end, of its writes to its start.
-void widen_for_concurrency(const Graph& graph, const std::vector<std::pair<int, int>>& spans, Liveness* live) {
-  auto entry = [&](const Value* v) -> ValueLiveness& { return live->values[live->index.at(live->at(v).root)]; };
-  for (const auto& [first, last] : spans) {
-    KILN_CHECK(0 <= first && first <= last && last < live->num_positions, "memory plan: concurrent span [", first,
-               ", ", last, "] is outside the graph's ", live->num_positions, " nodes");
-    for (int pos = first; pos <= last; ++pos) {
-      const Node& node = *graph.nodes()[pos];
-      for (const Value* in : node.inputs) {
-        ValueLiveness& l = entry(in);
-        l.last_use = std::max(l.last_use, last);
-      }
-      for (const Value* out : node.outputs) {
-        ValueLiveness& l = entry(out);
-        if (l.def >= 0) l.def = std::min(l.def, first);
-      }
-    }
-  }
-}
-
-}  // namespace
-
 MemoryPlan plan_memory(const Graph& graph, const PlanOptions& options) {
   KILN_CHECK(options.alignment > 0 && (options.alignment & (options.alignment - 1)) == 0,
              "memory plan: alignment must be a power of two, got ", options.alignment);
   Liveness live = compute_liveness(graph);
-  widen_for_concurrency(graph, options.concurrent_spans, &live);
   MemoryPlan plan;
   plan.alignment = options.alignment;
   plan.strategy = options.strategy;

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -68,11 +67,6 @@ struct MemoryPlan {
 struct PlanOptions {
   int64_t alignment = 64;  // bytes; a power of two
   ArenaStrategy strategy = ArenaStrategy::greedy_by_size_best_fit;
-  // Node positions [first, last] whose nodes may run at the same time
-  // (runtime/concurrent_matmuls.h): every value a node of a span reads stays
-  // intact until the span's end, and every value one writes is reserved from
-  // its start, so no two of them share arena bytes.
-  std::vector<std::pair<int, int>> concurrent_spans;
 };
 
 // Plans `graph` in its current node order. Throws kiln::Error naming the value

@@ -36,19 +36,6 @@ class BackendKernel {
   virtual void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                    Stream stream) const = 0;
   virtual std::string describe() const = 0;  // e.g. "cpu add"
-  // Bytes of scratch memory a run needs beside its inputs and outputs (a GEMM's workspace): what a side
-  // stream running it gives it (Backend::make_side_stream).
-  virtual size_t workspace_bytes() const { return 0; }
-};
-
-// A queue of the backend's own for work that runs beside the caller's stream
-// (Note [Concurrent matmuls] in runtime/executable.h), with its own scratch
-// memory, so that kernels on it never share the backend's workspace with
-// kernels running at the same time on the caller's stream.
-class SideStream {
- public:
-  virtual ~SideStream() = default;
-  virtual Stream stream() const = 0;
 };
 
 // Note [Captured calls]
@@ -107,9 +94,6 @@ class Backend {
   virtual void use_allocator(std::shared_ptr<Allocator> allocator) {}
   // A fence for ordering calls across streams; null where calls are synchronous (CPU).
   virtual std::unique_ptr<StreamFence> make_fence() const { return nullptr; }
-  // A side stream whose kernels get `workspace_bytes` of scratch memory of their own (from the allocator
-  // given to use_allocator); null where work cannot run side by side (CPU).
-  virtual std::unique_ptr<SideStream> make_side_stream(size_t workspace_bytes) { return nullptr; }
   // The math modes the kernels lowered from now on may use (Note [Math modes]); the CPU ignores them.
   virtual void set_math(const MathOptions& math) {}
 };

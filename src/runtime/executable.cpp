@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <sstream>
-#include <string_view>
 
 #include "memory/plan_verifier.h"
 #include "ops/op_def.h"
@@ -78,12 +76,6 @@ void Executable::build() {
              " but the executable runs on ", to_string(device_));
   if (options_.allocator != nullptr) backend_->use_allocator(allocator_);
   backend_->set_math(options_.math);
-  const char* concurrent = std::getenv("KILN_CONCURRENT_MATMULS");
-  if (device_.kind != DeviceKind::cpu && options_.concurrent_matmuls &&
-      !(concurrent != nullptr && std::string_view(concurrent) == "0")) {
-    spans_ = find_concurrent_matmuls(*graph_, kMaxBranches);
-    for (const ConcurrentSpan& span : spans_) options_.plan.concurrent_spans.emplace_back(span.first, span.last);
-  }
   plan_ = plan_memory(*graph_, options_.plan);
   verify_memory_plan(*graph_, plan_);
   ptr_.assign(plan_.values.size(), nullptr);
@@ -97,10 +89,7 @@ void Executable::build() {
   for (const Value* v : graph_->inputs()) input_views_.emplace_back(nullptr, v->type, device_);
   for (size_t i = 0; i < weights.size(); ++i) weights_by_key_[weights[i]->weight_key].push_back(static_cast<int>(i));
 
-  size_t next_span = 0;
-  int branch = 0;
-  for (int pos = 0; pos < static_cast<int>(graph_->nodes().size()); ++pos) {
-    const Node* node = graph_->nodes()[pos];
+  for (const Node* node : graph_->nodes()) {
     if (!node->outputs.empty() && plan_.at(node->outputs[0]).storage == Storage::view) {
       const ValuePlan& first = plan_.at(node->outputs[0]);
       KILN_CHECK(node->outputs.size() == 1, "node '", node->name, "': view op '", node->op->name,
@@ -123,14 +112,8 @@ void Executable::build() {
       step.out.push_back(plan_.index.at(v));
       step.out_views.emplace_back(nullptr, v->type, device_);
     }
-    if (next_span < spans_.size() && pos > spans_[next_span].last) ++next_span, branch = 0;
-    if (next_span < spans_.size() && pos >= spans_[next_span].first) {
-      step.span = static_cast<int>(next_span);
-      step.branch = branch++;
-    }
     steps_.push_back(std::move(step));
   }
-  if (!spans_.empty()) set_up_side_streams();
   // Literals never move: bind them once. Off the CPU they are uploaded once,
   // at build time, into one buffer from the allocator.
   if (device_.kind == DeviceKind::cpu) {
@@ -150,40 +133,6 @@ void Executable::build() {
     backend_->upload(dst, lit->literal_data.data(), lit->literal_data.size());
     ptr_[plan_.index.at(lit)] = dst;
     at += (lit->literal_data.size() + kLiteralAlign - 1) / kLiteralAlign * kLiteralAlign;
-  }
-}
-
-void Executable::set_up_side_streams() {
-  int branches = 0;
-  for (const ConcurrentSpan& span : spans_) branches = std::max(branches, span.branches);
-  std::vector<size_t> workspace(static_cast<size_t>(branches), 0);
-  for (const Step& step : steps_)
-    if (step.branch > 0) workspace[step.branch] = std::max(workspace[step.branch], step.kernel->workspace_bytes());
-  for (int b = 1; b < branches; ++b) {
-    std::unique_ptr<SideStream> side = backend_->make_side_stream(workspace[b]);
-    std::unique_ptr<StreamFence> fence = backend_->make_fence();
-    if (side == nullptr || fence == nullptr) {  // a backend without side streams: everything on the call's stream
-      for (Step& step : steps_) step.span = -1, step.branch = 0;
-      spans_.clear();
-      side_streams_.clear();
-      join_fences_.clear();
-      return;
-    }
-    side_streams_.push_back(std::move(side));
-    join_fences_.push_back(std::move(fence));
-  }
-  fork_fence_ = backend_->make_fence();
-}
-
-void Executable::fork_span(const ConcurrentSpan& span, Stream stream) {
-  fork_fence_->record(stream);
-  for (int b = 1; b < span.branches; ++b) fork_fence_->wait(side_streams_[b - 1]->stream());
-}
-
-void Executable::join_span(const ConcurrentSpan& span, Stream stream) {
-  for (int b = 1; b < span.branches; ++b) {
-    join_fences_[b - 1]->record(side_streams_[b - 1]->stream());
-    join_fences_[b - 1]->wait(stream);
   }
 }
 
@@ -317,20 +266,13 @@ void Executable::bind_pointers(std::span<const TensorView> inputs, std::span<con
 
 void Executable::enqueue(std::span<const TensorView> outputs, Stream stream) {
   const bool first = stats_.calls == 1;  // the first call times each launch (step_timings)
-  int open = -1;  // the span in progress (Note [Concurrent matmuls])
   for (Step& step : steps_) {
-    if (step.span != open) {
-      if (open >= 0) join_span(spans_[open], stream);
-      if (step.span >= 0) fork_span(spans_[step.span], stream);
-      open = step.span;
-    }
     for (size_t j = 0; j < step.in.size(); ++j) step.in_views[j].data = ptr_[step.in[j]];
     for (size_t j = 0; j < step.out.size(); ++j) step.out_views[j].data = ptr_[step.out[j]];
     const auto start = first ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    step.kernel->run(step.in_views, step.out_views, step.branch == 0 ? stream : side_streams_[step.branch - 1]->stream());
+    step.kernel->run(step.in_views, step.out_views, stream);
     if (first) step.first_run_ms = ms_since(start);
   }
-  if (open >= 0) join_span(spans_[open], stream);
   for (const OutputCopy& c : plan_.output_copies) {
     const Value* src = c.source;
     backend_->copy(outputs[c.output_index], TensorView(ptr_[plan_.index.at(src)], src->type, device_), stream);
@@ -486,7 +428,6 @@ std::string Executable::describe() const {
             : stats_.uncaptured_reason.empty() ? ", CUDA graphs on"
                                                : ", uncaptured: " + stats_.uncaptured_reason);
   if (options_.math != MathOptions{}) out << ", math " << to_string(options_.math);
-  if (!spans_.empty()) out << ", " << spans_.size() << " spans of products side by side";
   out << "\n";
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
@@ -494,9 +435,7 @@ std::string Executable::describe() const {
     for (size_t j = 0; j < s.node->outputs.size(); ++j) out << (j ? ", %" : "%") << s.node->outputs[j]->name;
     out << " = " << s.node->op->name << "(";
     for (size_t j = 0; j < s.node->inputs.size(); ++j) out << (j ? ", %" : "%") << s.node->inputs[j]->name;
-    out << ")  [" << s.kernel->describe() << "]";
-    if (s.span >= 0) out << "  (span " << s.span << ", branch " << s.branch << ")";
-    out << "\n";
+    out << ")  [" << s.kernel->describe() << "]\n";
   }
   out << to_string(plan_);
   return out.str();

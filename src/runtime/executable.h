@@ -47,19 +47,6 @@
 // is under that. A call that cannot be captured runs uncaptured, and the
 // executable stays uncaptured, with the reason logged (KILN_LOG_LEVEL=warn)
 // and in call_stats().
-//
-// Note [Concurrent matmuls]
-// On a device, consecutive matrix products that do not read each other's
-// results (runtime/concurrent_matmuls.h: BERT's query, key and value
-// products) run side by side: the first on the call's stream, the others each
-// on a side stream of the executable's own (Backend::make_side_stream), forked
-// from the call's stream with a fence before the span and joined back with one
-// after it. A captured call records them as parallel branches of its graph.
-// The memory plan keeps every value such a span reads or writes apart
-// (PlanOptions::concurrent_spans), and each side stream has a workspace of
-// its own, sized for its kernels (BackendKernel::workspace_bytes), so nothing
-// is shared while they run. ExecutableOptions::concurrent_matmuls (or
-// KILN_CONCURRENT_MATMULS=0 in the environment) turns it off.
 #pragma once
 
 #include <memory>
@@ -74,7 +61,6 @@
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
 #include "runtime/buffer_overlaps.h"
-#include "runtime/concurrent_matmuls.h"
 #include "runtime/tensor_view.h"
 
 namespace kiln {
@@ -88,7 +74,6 @@ struct ExecutableOptions {
   bool cuda_graphs = true;               // replay calls as CUDA graphs (ignored on CPU)
   NewAddresses new_addresses = NewAddresses::choose;
   MathOptions math;                      // Note [Math modes]
-  bool concurrent_matmuls = true;        // Note [Concurrent matmuls] (ignored on CPU)
 };
 
 // What an executable's calls did so far (tests and describe()).
@@ -165,8 +150,6 @@ class Executable {
     std::vector<size_t> in, out;  // plan.values indices
     std::vector<TensorView> in_views, out_views;  // types fixed at build; pointers set per call
     double lower_ms = 0, first_run_ms = -1;  // host time (step_timings)
-    int span = -1;   // index in spans_ when it runs beside others (Note [Concurrent matmuls])
-    int branch = 0;  // 0: the call's stream; b > 0: side_streams_[b - 1]
   };
   struct ViewStep {
     size_t value, source;
@@ -174,9 +157,6 @@ class Executable {
   };
 
   void build();
-  void set_up_side_streams();
-  void fork_span(const ConcurrentSpan& span, Stream stream);
-  void join_span(const ConcurrentSpan& span, Stream stream);
   void check_inputs(std::span<const TensorView> inputs) const;
   void check_outputs(std::span<const TensorView> outputs) const;
   // run() after the inputs' and outputs' types were checked (the mutex held).
@@ -223,11 +203,6 @@ class Executable {
   DeviceBuffer arena_;
   DeviceBuffer literal_buffer_;  // device copies of the literals (not on CPU, where they are bound in place)
   std::unique_ptr<StreamFence> fence_;  // null on the CPU
-  static constexpr int kMaxBranches = 4;  // products of one span at most
-  std::vector<ConcurrentSpan> spans_;
-  std::vector<std::unique_ptr<SideStream>> side_streams_;
-  std::unique_ptr<StreamFence> fork_fence_;                // the call's stream, before a span
-  std::vector<std::unique_ptr<StreamFence>> join_fences_;  // each side stream, after it
   bool has_last_stream_ = false;
   void* last_stream_ = nullptr;  // the stream of the previous call
   static constexpr size_t kMaxCapturedCalls = 4;

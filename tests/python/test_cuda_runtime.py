@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import kiln
-from conftest import assert_close, cuda_available, no_tf32
+from conftest import assert_close, cuda_available
 from kiln.dynamo_backend import kiln_backend
 
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="needs a GPU and kiln's CUDA backend")
@@ -342,33 +342,3 @@ def test_eight_threads_on_eight_streams_give_correct_outputs():
     for th in threads:
         th.join()
     assert not errors, errors[0]
-
-
-@needs_cuda
-@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-def test_attention_projections_run_side_by_side_and_match_one_stream(monkeypatch, dtype):
-    # Note [Concurrent matmuls] (runtime/executable.h): BERT's query, key and value products run on three
-    # streams, captured as parallel branches, with exactly one stream's results.
-    import transformers
-
-    torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=100, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=256)
-    model = transformers.BertModel(config).to("cuda", dtype).eval()
-    ids = torch.randint(0, 100, (2, 32), device="cuda")
-    results = {}
-    for setting in ("1", "0"):
-        monkeypatch.setenv("KILN_CONCURRENT_MATMULS", setting)
-        torch._dynamo.reset()
-        compiled, reports = compile_with_reports(model)
-        with no_tf32(), torch.inference_mode():
-            outs = [compiled(ids).last_hidden_state for _ in range(4)]  # eager first call, capture, replays
-            want = model(ids).last_hidden_state
-        (exe,) = executables(reports)
-        described = exe.describe()
-        assert ("2 spans of products side by side" in described) == (setting == "1"), described
-        assert exe.call_stats()["graph_replays"] >= 2
-        for out in outs:
-            assert_close(out, want, dtype)
-        results[setting] = outs[-1]
-    assert torch.equal(results["1"], results["0"])

@@ -153,9 +153,6 @@ class CudaBackend final : public Backend {
     return capture_cuda_graph(device_, body, reason);
   }
   std::unique_ptr<StreamFence> make_fence() const override { return make_cuda_fence(device_); }
-  std::unique_ptr<SideStream> make_side_stream(size_t workspace_bytes) override {
-    return make_cuda_side_stream(resources_, workspace_bytes);
-  }
   void use_allocator(std::shared_ptr<Allocator> allocator) override { resources_->set_allocator(std::move(allocator)); }
   void set_math(const MathOptions& math) override { math_ = math; }
 

@@ -1,10 +1,9 @@
-// CUDA graph capture and replay, the cross-stream fence and side streams (cuda_graph.h).
+// CUDA graph capture and replay, and the cross-stream fence (cuda_graph.h).
 #include "backends/cuda/cuda_graph.h"
 
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda_common.h"
-#include "backends/cuda/cuda_resources.h"
 #include "support/error.h"
 
 namespace kiln::cuda {
@@ -117,39 +116,7 @@ class CudaFence final : public StreamFence {
   bool recorded_ = false;
 };
 
-// A non-blocking stream of kiln's own (it never waits for the legacy stream; calls order it with fences)
-// whose kernels use the workspace registered for it.
-class CudaSideStream final : public SideStream {
- public:
-  CudaSideStream(std::shared_ptr<CudaResources> resources, size_t workspace_bytes)
-      : resources_(std::move(resources)), device_(resources_->device()) {
-    DeviceGuard guard(device_);
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a side stream");
-    try {
-      resources_->add_side_workspace(stream_, resources_->allocate_workspace(workspace_bytes));
-    } catch (...) {
-      cudaStreamDestroy(stream_);
-      throw;
-    }
-  }
-  ~CudaSideStream() override {
-    resources_->remove_side_workspace(stream_);
-    DeviceGuard guard(device_);
-    cudaStreamDestroy(stream_);
-  }
-  Stream stream() const override { return Stream{stream_}; }
-
- private:
-  std::shared_ptr<CudaResources> resources_;
-  int device_;
-  cudaStream_t stream_ = nullptr;
-};
-
 }  // namespace
-
-std::unique_ptr<SideStream> make_cuda_side_stream(std::shared_ptr<CudaResources> resources, size_t workspace_bytes) {
-  return std::make_unique<CudaSideStream>(std::move(resources), workspace_bytes);
-}
 
 std::unique_ptr<CapturedWork> capture_cuda_graph(int device, const std::function<void(Stream)>& body,
                                                  std::string* reason) {

@@ -7,8 +7,7 @@
 // the executable then runs uncaptured and logs why), instantiated once, and
 // replayed with cudaGraphLaunch on the caller's stream. update() re-records
 // and applies the new graph with cudaGraphExecUpdate (kernel parameters and
-// copy addresses change in place; no re-instantiation). Work forked onto side
-// streams with fences joins the capture and becomes parallel branches of it.
+// copy addresses change in place; no re-instantiation).
 #pragma once
 
 #include <memory>
@@ -21,8 +20,5 @@ namespace kiln::cuda {
 std::unique_ptr<CapturedWork> capture_cuda_graph(int device, const std::function<void(Stream)>& body,
                                                  std::string* reason);
 std::unique_ptr<StreamFence> make_cuda_fence(int device);
-class CudaResources;
-// A side stream (runtime/backend.h) on the resources' device, with a workspace of `workspace_bytes`.
-std::unique_ptr<SideStream> make_cuda_side_stream(std::shared_ptr<CudaResources> resources, size_t workspace_bytes);
 
 }  // namespace kiln::cuda

@@ -49,49 +49,6 @@ void* CudaResources::workspace() {
   return workspace_ != nullptr ? workspace_ : workspace_buffer_.data();
 }
 
-std::pair<void*, size_t> CudaResources::workspace_for(void* stream) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const SideWorkspace& w : side_)
-      if (w.stream == stream) return {w.buffer.data(), w.buffer.bytes()};
-  }
-  return {workspace(), kWorkspaceBytes};
-}
-
-void CudaResources::add_side_workspace(void* stream, DeviceBuffer buffer) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  side_.push_back(SideWorkspace{stream, std::move(buffer)});
-}
-
-void CudaResources::remove_side_workspace(void* stream) {
-  DeviceBuffer released;  // freed after the lock (a torch allocator's release takes the GIL)
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = side_.begin(); it != side_.end(); ++it) {
-    if (it->stream != stream) continue;
-    released = std::move(it->buffer);
-    side_.erase(it);
-    return;
-  }
-}
-
-DeviceBuffer CudaResources::allocate_workspace(size_t bytes) {
-  std::shared_ptr<Allocator> allocator;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    allocator = allocator_;
-  }
-  if (bytes == 0) return {};
-  if (allocator != nullptr) return allocator->allocate(bytes, 256);
-  DeviceGuard guard(device_);
-  void* p = nullptr;
-  check_cuda(cudaMalloc(&p, bytes), str_cat("cannot allocate a side stream's GEMM workspace on cuda:", device_));
-  const int device = device_;
-  return DeviceBuffer(p, bytes, Device{DeviceKind::cuda, device}, [device](void* q) {
-    DeviceGuard g(device);
-    cudaFree(q);
-  });
-}
-
 void CudaResources::set_allocator(std::shared_ptr<Allocator> allocator) {
   std::lock_guard<std::mutex> lock(mutex_);
   allocator_ = std::move(allocator);

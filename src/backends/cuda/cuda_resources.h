@@ -1,7 +1,6 @@
 // Per-backend CUDA state shared by its kernels: the cuBLASLt handle and the
 // GEMM workspace. Created lazily (the first matmul lowered), released when
-// the backend and all its kernels are gone. Side streams (runtime/backend.h)
-// have workspaces of their own.
+// the backend and all its kernels are gone.
 //
 // The workspace is one buffer per backend, which is safe because one
 // Executable runs one call at a time and orders calls across streams (the
@@ -12,8 +11,6 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <utility>
-#include <vector>
 
 #include "runtime/allocator.h"
 
@@ -32,14 +29,6 @@ class CudaResources {
   static constexpr size_t kWorkspaceBytes = 32u << 20;
   // kWorkspaceBytes of device memory, allocated on first use (at lowering).
   void* workspace();
-  // The workspace for kernels on `stream` and its size: a side stream's own (add_side_workspace), else
-  // workspace(). Kernels on side streams run beside those on the caller's, so they never share it.
-  std::pair<void*, size_t> workspace_for(void* stream);
-  // Registers `buffer` as the workspace of side stream `stream` (until remove_side_workspace).
-  void add_side_workspace(void* stream, DeviceBuffer buffer);
-  void remove_side_workspace(void* stream);
-  // `bytes` of device memory from the allocator (else cudaMalloc): a side stream's workspace.
-  DeviceBuffer allocate_workspace(size_t bytes);
   // Where the workspace comes from, if set before its first use.
   void set_allocator(std::shared_ptr<Allocator> allocator);
 
@@ -50,11 +39,6 @@ class CudaResources {
   void* workspace_ = nullptr;
   std::shared_ptr<Allocator> allocator_;
   DeviceBuffer workspace_buffer_;  // when allocator_ gave the workspace
-  struct SideWorkspace {
-    void* stream;
-    DeviceBuffer buffer;
-  };
-  std::vector<SideWorkspace> side_;  // a few at most: scanned
 };
 
 }  // namespace kiln::cuda

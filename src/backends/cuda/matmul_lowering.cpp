@@ -233,8 +233,6 @@ class MatmulKernel final : public CudaKernel {
     pick(static_cast<uint32_t>(es), &unaligned_, where, true);
   }
 
-  size_t workspace_bytes() const override { return workspace_bytes_; }
-
   // Whether this kernel's bias and activation run inside cuBLASLt, and how a residual is read
   // (for tests and describe()).
   std::string describe() const override {
@@ -274,11 +272,9 @@ class MatmulKernel final : public CudaKernel {
     double alpha_d = 1, beta_d = add_c ? 1 : 0;
     const void* alpha = dtype_ == DType::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
     const void* beta = dtype_ == DType::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
-    // A side stream's own workspace, sized for this kernel (workspace_bytes()), else the backend's.
-    const auto [workspace, workspace_size] = res_->workspace_for(s);
     cublasStatus_t st = cublasLtMatmul(static_cast<cublasLtHandle_t>(res_->cublaslt()), desc_.h, alpha, in[1].data,
                                        a_layout_.h, in[0].data, b_layout_.h, beta, c, c_layout_.h, o.data,
-                                       c_layout_.h, &algo, workspace, workspace_size, s);
+                                       c_layout_.h, &algo, res_->workspace(), CudaResources::kWorkspaceBytes, s);
     KILN_CHECK_KIND(runtime, st == CUBLAS_STATUS_SUCCESS, "node '", node_name(), "' (matmul): cublasLtMatmul failed (status ",
                     static_cast<int>(st), ")");
     finish(in, o, s, false);
@@ -344,7 +340,6 @@ class MatmulKernel final : public CudaKernel {
       return false;
     }
     *algo = result.algo;
-    workspace_bytes_ = std::max(workspace_bytes_, result.workspaceSize);
     return true;
   }
 
@@ -361,7 +356,6 @@ class MatmulKernel final : public CudaKernel {
   Handle<cublasLtMatrixLayout_t, destroy_layout> a_layout_, b_layout_, c_layout_;
   cublasLtMatmulAlgo_t aligned_{}, unaligned_{};
   bool aligned_ok_ = false, have_aligned_ = false;
-  size_t workspace_bytes_ = 0;  // the most any algorithm picked (even one later dropped) asks for
 };
 
 std::unique_ptr<BackendKernel> make_matmul(const Node& node, const LowerContext& ctx, std::string* reason) {
