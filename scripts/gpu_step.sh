@@ -14,7 +14,9 @@
 #                                           # (bench steps: env PROCESSES=N times each row in N fresh processes;
 #                                           # run 13's bench-N calls, 15 processes each, took 299-368 s;
 #                                           # quick with PROCESSES=3 ran 3 b1 rows in about 500 s (run 15:
-#                                           # a fourth row did not fit in 560 s), so 3 rows a call at most)
+#                                           # a fourth row did not fit in 560 s), so 3 rows a call at most;
+#                                           # run 19, each call on a fresh machine with its 100 s build: 2 b1
+#                                           # rows in 297 s, and resnet50_b1 + bert_base_b32 past 370 s)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
