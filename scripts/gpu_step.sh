@@ -16,7 +16,9 @@
 #                                           # quick with PROCESSES=3 ran 3 b1 rows in about 500 s (run 15:
 #                                           # a fourth row did not fit in 560 s), so 3 rows a call at most;
 #                                           # run 19, each call on a fresh machine with its 100 s build: 2 b1
-#                                           # rows in 297 s, and resnet50_b1 + bert_base_b32 past 370 s)
+#                                           # rows in 297 s, and resnet50_b1 + bert_base_b32 past 370 s;
+#                                           # run 20: linear24x8192_b8 + resnet50_b32 in 455 s, vit_b_16_b32
+#                                           # + bert_base_b32 in 351 s, each with its build)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
