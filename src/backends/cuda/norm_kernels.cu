@@ -3,12 +3,13 @@
 // f64) with the row maximum subtracted before exponentiating and the
 // variance in two passes, like the CPU reference.
 //
-// Rows contiguous in the input and the output (after collapsing, RowSpace in
-// launch.h), of f16, bf16 or f32 and at most kMaxWarpRow long, take the warp
-// kernel: one warp per row, the row held in registers, 16-byte vector
-// accesses where sizes and alignment allow, warp-shuffle reductions only.
-// Every other row takes the block kernel: one block per row, read through
-// its strides.
+// Rows contiguous in the input and the output, a fixed stride apart (after
+// collapsing, RowSpace in launch.h), of f16, bf16 or f32 and at most
+// kMaxWarpRow long, take the warp kernel: one warp per row, the row held in
+// registers, 16-byte vector accesses where sizes and alignment allow,
+// warp-shuffle reductions only, and a 72-byte argument (WarpRows) instead of
+// RowArgs' 808. Every other row takes the block kernel: one block per row,
+// read through its strides.
 #include "backends/cuda/block_reduce.cuh"
 #include "backends/cuda/multiprocessors.h"
 #include "backends/cuda/vector_io.cuh"
@@ -43,9 +44,9 @@ __noinline__ __device__ void load_params_as_float(const void* p, int dtype, int 
 
 // A weight or bias at row position k: typed (vector) loads when it has the
 // input's storage type, else converted element by element.
-template <typename T, int V>
-KILN_D void load_param(const void* p, int dtype, bool typed, int k, float (&w)[V]) {
-  if (typed) {
+template <typename T, int V, bool kTyped>
+KILN_D void load_param(const void* p, int dtype, int k, float (&w)[V]) {
+  if constexpr (kTyped) {
     load_items<T, V>(static_cast<const T*>(p) + k, w);
   } else {
     float converted[V];
@@ -55,29 +56,42 @@ KILN_D void load_param(const void* p, int dtype, bool typed, int k, float (&w)[V
   }
 }
 
+// The warp kernel's argument: `rows` rows of row_len elements, row i at
+// in + i * in_row and out + i * out_row. Short kernels between a model's
+// matrix products read their argument from a cold constant cache, so the
+// fields each warp needs first share the struct's first 64 bytes.
+struct WarpRows {
+  const void* in = nullptr;
+  void* out = nullptr;
+  const void* weight = nullptr;  // layer_norm's, or null
+  const void* bias = nullptr;
+  int64_t rows = 0, in_row = 0, out_row = 0;
+  int row_len = 0;
+  float eps = 0;
+  RowOp op = RowOp::softmax;
+  int param_dtype = 0;  // the weight's and the bias's
+  int dtype = 0;        // the input's and the output's
+};
+
 // One warp per row. Lane l holds accesses v < Items / V at row positions
 // (v * 32 + l) * V .. + V; with V > 1 the row length, the rows' offsets and
 // the pointers are multiples of V elements (16 bytes), so every access is
 // whole and aligned. Two blocks per SM at least: up to 128 registers.
 // kLayerNorm picks the op family at compile time (layer_norm, else softmax
-// and log_softmax): a kernel holds only its own op's code, which matters
-// because these short kernels start with a cold instruction cache between
-// a model's matrix products.
-template <typename T, int V, int Items, bool kLayerNorm>
-__global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_constant__ RowArgs a) {
+// and log_softmax), and kTyped whether layer_norm's weight and bias have the
+// input's dtype and 16-byte alignment (typed_params): a kernel holds only
+// the code its call runs, which matters because these short kernels start
+// with a cold instruction cache between a model's matrix products.
+template <typename T, int V, int Items, bool kLayerNorm, bool kTyped>
+__global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_constant__ WarpRows a) {
   constexpr int kAccesses = Items / V;
-  const RowSpace& r = a.rows;
-  const int n = static_cast<int>(r.row_len), lane = threadIdx.x % 32;
+  const int n = a.row_len, lane = threadIdx.x % 32;
   const T* in = static_cast<const T*>(a.in);
   T* out = static_cast<T*>(a.out);
-  auto aligned = [](const void* p) { return V == 1 || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool typed_params = a.param_dtype == a.dtype && (!a.weight || aligned(a.weight)) && (!a.bias || aligned(a.bias));
-  const int64_t* const kept_strides[2] = {r.kept_in, r.kept_out};
   const int warps = blockDim.x / 32;  // rows per block (launch_warp_kernel)
-  for (int64_t row = blockIdx.x * static_cast<int64_t>(warps) + threadIdx.x / 32; row < r.rows;
+  for (int64_t row = blockIdx.x * static_cast<int64_t>(warps) + threadIdx.x / 32; row < a.rows;
        row += static_cast<int64_t>(gridDim.x) * warps) {
-    int64_t base[2];
-    offsets_of<2>(row, r.kept, kept_strides, base);
+    const int64_t base[2] = {row * a.in_row, row * a.out_row};
     float x[kAccesses][V];
 #pragma unroll
     for (int v = 0; v < kAccesses; ++v) {
@@ -87,10 +101,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
     // Typed 16-byte weight and bias vectors of rows up to 4 vectors a lane are loaded with the row, kept
     // as raw vectors (4 registers each), so one memory round trip serves the whole row instead of a
     // second one after the two reductions.
-    constexpr bool kPrefetch = kLayerNorm && V > 1 && kAccesses <= 4;
-    const bool prefetched = kPrefetch && typed_params;
+    constexpr bool kPrefetch = kLayerNorm && kTyped && V > 1 && kAccesses <= 4;
     uint4 w_raw[kPrefetch ? kAccesses : 1], b_raw[kPrefetch ? kAccesses : 1];
-    if (prefetched) {
+    if constexpr (kPrefetch) {
 #pragma unroll
       for (int v = 0; v < kAccesses; ++v) {
         const int k = (v * 32 + lane) * V;
@@ -101,13 +114,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
     }
     // The weight (or bias) at accesses v, as float.
     auto param = [&](const void* p, const uint4 (&raw)[kPrefetch ? kAccesses : 1], int v, int k, float (&w)[V]) {
-      if constexpr (kPrefetch) {
-        if (prefetched) {
-          unpack<T>(raw[v], w);
-          return;
-        }
-      }
-      load_param<T, V>(p, a.param_dtype, typed_params, k, w);
+      if constexpr (kPrefetch)
+        unpack<T>(raw[v], w);
+      else
+        load_param<T, V, kTyped>(p, a.param_dtype, k, w);
     };
     if constexpr (kLayerNorm) {
       float sum = 0;
@@ -124,7 +134,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) warp_row_kernel(const __grid_c
 #pragma unroll
           for (int j = 0; j < V; ++j) sq += (x[v][j] - mean) * (x[v][j] - mean);
       const float var = warp_reduce(sq, SumOp{}) / static_cast<float>(n);
-      const float rstd = 1.0f / sm::k_sqrt(var + static_cast<float>(a.eps));
+      const float rstd = 1.0f / sm::k_sqrt(var + a.eps);
 #pragma unroll
       for (int v = 0; v < kAccesses; ++v) {
         const int k = (v * 32 + lane) * V;
@@ -225,44 +235,52 @@ __global__ void __launch_bounds__(kThreads) row_kernel(const __grid_constant__ R
   }
 }
 
-template <typename T, int V, bool kLayerNorm>
-void launch_warp_kernel(const RowArgs& a, int items, cudaStream_t s) {
+template <typename T, int V, bool kLayerNorm, bool kTyped>
+void launch_warp_kernel(const WarpRows& a, int items, cudaStream_t s) {
   // kWarps rows per block, fewer when that would leave multiprocessors idle: GPT-2 at batch 1 has 128
   // rows, 16 blocks of 8 rows on a 132-SM GPU, where 128 blocks of one row spread the loads.
   int warps = kWarps;
   const int64_t sms = current_multiprocessors();
-  while (warps > 1 && (a.rows.rows + warps - 1) / warps < sms) warps /= 2;
-  const int64_t blocks = (a.rows.rows + warps - 1) / warps;
+  while (warps > 1 && (a.rows + warps - 1) / warps < sms) warps /= 2;
+  const int64_t blocks = (a.rows + warps - 1) / warps;
   const unsigned grid = static_cast<unsigned>(blocks > (1 << 20) ? (1 << 20) : blocks);
   const unsigned threads = static_cast<unsigned>(warps * 32);
   switch (items) {
-    case 8: warp_row_kernel<T, V, 8, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
-    case 16: warp_row_kernel<T, V, 16, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
-    case 32: warp_row_kernel<T, V, 32, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
-    default: warp_row_kernel<T, V, 64, kLayerNorm><<<grid, threads, 0, s>>>(a); break;
+    case 8: warp_row_kernel<T, V, 8, kLayerNorm, kTyped><<<grid, threads, 0, s>>>(a); break;
+    case 16: warp_row_kernel<T, V, 16, kLayerNorm, kTyped><<<grid, threads, 0, s>>>(a); break;
+    case 32: warp_row_kernel<T, V, 32, kLayerNorm, kTyped><<<grid, threads, 0, s>>>(a); break;
+    default: warp_row_kernel<T, V, 64, kLayerNorm, kTyped><<<grid, threads, 0, s>>>(a); break;
   }
 }
 
-template <typename T, int V>
-void launch_warp_kernel(const RowArgs& a, int items, cudaStream_t s) {
-  if (a.op == RowOp::layer_norm)
-    launch_warp_kernel<T, V, true>(a, items, s);
-  else
-    launch_warp_kernel<T, V, false>(a, items, s);
+// Whether layer_norm's weight and bias (where present) have the input's dtype
+// and, for vector access, 16-byte aligned pointers: then they are read as the
+// row is, else converted element by element.
+template <int V>
+bool typed_params(const WarpRows& a) {
+  auto aligned = [](const void* p) { return V == 1 || reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return a.param_dtype == a.dtype && (!a.weight || aligned(a.weight)) && (!a.bias || aligned(a.bias));
 }
 
-// The warp kernel for a (collapsed) row space whose rows are contiguous:
-// 16-byte vectors when the row length, every row's offset and both pointers
-// allow, else one element per access.
+template <typename T, int V>
+void launch_warp_kernel(const WarpRows& a, int items, cudaStream_t s) {
+  if (a.op != RowOp::layer_norm)
+    launch_warp_kernel<T, V, false, false>(a, items, s);
+  else if (typed_params<V>(a))
+    launch_warp_kernel<T, V, true, true>(a, items, s);
+  else
+    launch_warp_kernel<T, V, true, false>(a, items, s);
+}
+
+// The warp kernel for rows that warp_rows_fit: 16-byte vectors when the row
+// length, the row strides and both pointers allow, else one element per access.
 template <typename T>
-void launch_warp_rows(const RowArgs& a, cudaStream_t s) {
+void launch_warp_rows(const WarpRows& a, cudaStream_t s) {
   constexpr int P = kPack<T>;
-  const RowSpace& r = a.rows;
-  bool pack = r.row_len % P == 0 && reinterpret_cast<uintptr_t>(a.in) % 16 == 0 &&
-              reinterpret_cast<uintptr_t>(a.out) % 16 == 0;
-  for (int d = 0; d < r.kept.rank; ++d) pack = pack && r.kept_in[d] % P == 0 && r.kept_out[d] % P == 0;
+  const bool pack = a.row_len % P == 0 && a.in_row % P == 0 && a.out_row % P == 0 &&
+                    reinterpret_cast<uintptr_t>(a.in) % 16 == 0 && reinterpret_cast<uintptr_t>(a.out) % 16 == 0;
   int items = 8;  // row elements per lane, at least V
-  while (items * 32 < r.row_len) items *= 2;
+  while (items * 32 < a.row_len) items *= 2;
   if (pack)
     launch_warp_kernel<T, P>(a, items, s);
   else
@@ -270,16 +288,37 @@ void launch_warp_rows(const RowArgs& a, cudaStream_t s) {
 }
 
 // Whether the collapsed rows suit the warp kernel: f16, bf16 or f32, at most
-// kMaxWarpRow long, and contiguous in the input, the output, the weight and
-// the bias (one reduced dim of stride 1, or rows of one element).
+// kMaxWarpRow long, contiguous in the input, the output, the weight and the
+// bias (one reduced dim of stride 1, or rows of one element), and one stride
+// apart (at most one kept dim).
 bool warp_rows_fit(const RowArgs& a) {
   const RowSpace& r = a.rows;
   const DType d = static_cast<DType>(a.dtype);
-  if ((d != DType::f16 && d != DType::bf16 && d != DType::f32) || r.row_len < 1 || r.row_len > kMaxWarpRow)
+  if ((d != DType::f16 && d != DType::bf16 && d != DType::f32) || r.row_len < 1 || r.row_len > kMaxWarpRow ||
+      r.kept.rank > 1)
     return false;
   if (r.red.rank == 0) return true;
   return r.red.rank == 1 && r.red_in[0] == 1 && r.red_out[0] == 1 && (!a.weight || a.weight_strides[0] == 1) &&
          (!a.bias || a.bias_strides[0] == 1);
+}
+
+// The warp kernel's argument for rows that warp_rows_fit.
+WarpRows warp_rows_of(const RowArgs& a) {
+  const RowSpace& r = a.rows;
+  WarpRows w;
+  w.in = a.in;
+  w.out = a.out;
+  w.weight = a.weight;
+  w.bias = a.bias;
+  w.rows = r.rows;
+  w.in_row = r.kept.rank == 1 ? r.kept_in[0] : 0;
+  w.out_row = r.kept.rank == 1 ? r.kept_out[0] : 0;
+  w.row_len = static_cast<int>(r.row_len);
+  w.eps = static_cast<float>(a.eps);
+  w.op = a.op;
+  w.param_dtype = a.param_dtype;
+  w.dtype = a.dtype;
+  return w;
 }
 
 }  // namespace
@@ -290,10 +329,11 @@ cudaError_t launch_rows(const RowArgs& args, cudaStream_t stream) {
   collapse(a.rows.kept, {a.rows.kept_in, a.rows.kept_out});
   collapse(a.rows.red, {a.rows.red_in, a.rows.red_out, a.weight_strides, a.bias_strides});
   if (warp_rows_fit(a)) {
+    const WarpRows w = warp_rows_of(a);
     switch (static_cast<DType>(a.dtype)) {
-      case DType::f16: launch_warp_rows<__half>(a, stream); break;
-      case DType::bf16: launch_warp_rows<__nv_bfloat16>(a, stream); break;
-      default: launch_warp_rows<float>(a, stream); break;
+      case DType::f16: launch_warp_rows<__half>(w, stream); break;
+      case DType::bf16: launch_warp_rows<__nv_bfloat16>(w, stream); break;
+      default: launch_warp_rows<float>(w, stream); break;
     }
     return cudaGetLastError();
   }

@@ -67,12 +67,15 @@ TEST(CudaFastPaths, RowLayoutsAndAlignment) {
   std::mt19937 rng(22);
   for (DType d : kHalfAndFloat) {
     const std::string tag(dtype_name(d));
-    // Rows contiguous, kept dims transposed: row offsets through the kept strides.
+    // Rows contiguous, kept dims transposed (two kept dims after collapsing): the block kernel.
     HostTensor t = random_layout(d, {5, 7, 64}, {64, 5 * 64, 1}, rng);
     check_rows(t, d, "transposed rows " + tag, rng);
-    // Rows padded to an odd stride: contiguous rows without vector access.
+    // Rows padded to an odd stride: the warp kernel without vector access.
     HostTensor p = random_layout(d, {9, 96}, {97, 1}, rng);
     check_rows(p, d, "padded rows " + tag, rng);
+    // Rows padded to a stride of whole 16-byte vectors: the warp kernel's row stride with vector access.
+    HostTensor v = random_layout(d, {9, 96}, {104, 1}, rng);
+    check_rows(v, d, "vector-padded rows " + tag, rng);
     // Misaligned input and output pointers.
     HostTensor x = random_tensor(d, {6, 256}, rng);
     check_rows(x, d, "shifted rows " + tag, rng, dtype_size(d));
