@@ -18,7 +18,9 @@
 #                                           # run 19, each call on a fresh machine with its 100 s build: 2 b1
 #                                           # rows in 297 s, and resnet50_b1 + bert_base_b32 past 370 s;
 #                                           # run 20: linear24x8192_b8 + resnet50_b32 in 455 s, vit_b_16_b32
-#                                           # + bert_base_b32 in 351 s, each with its build)
+#                                           # + bert_base_b32 in 351 s, each with its build; run 21 on
+#                                           # one warm machine: gpt2_b1 + gpt2_b32 in 382 s, bert_base_b32
+#                                           # alone 168 s, and three b1 rows + a b32 row past 570 s)
 #   bash scripts/gpu_step.sh profile W...   # bench/kernel_profile.py per workload, --backends $BACKENDS (eager,kiln)
 #   bash scripts/gpu_step.sh host W...      # bench/host_profile.py (kiln, reduce-overhead) per workload
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
