@@ -2,15 +2,17 @@
 a fresh process with torch's experimental caching precompile on (TORCH_CACHING_PRECOMPILE=1, a Dynamo
 cache on disk keyed by the model's source), by a pass-through backend that records the graph as its
 artifact (torch's EagerCacheArtifact) and returns it unchanged, so no backend work is in the figures.
+`--backend kiln` compiles with kiln instead, whose artifact (kiln.precompile) is its captured graph: the
+figures kiln reaches through the precompile (its kernel and capture caches in the same folder).
 
 "cold": a process with an empty cache folder, which then saves its entries
 (torch.compiler.save_cache_artifacts). "warm": the next process on that folder, whose first call loads
-Dynamo's bytecode, guards and the recorded graph instead of tracing. A kiln backend artifact (kiln's
-compiled program, whose NVRTC kernels are cached already) would replace the recorded graph; what the
-warm column leaves is the floor such an artifact could reach. Each column is the median over the repeats;
+Dynamo's bytecode, guards and the recorded graph instead of tracing. With the pass-through backend,
+the warm column is the floor any backend's artifact could reach. Each column is the median over the repeats;
 "run" is one eager call of the model, the part of any first call that is the model's own work.
 
     python bench/precompile_floor.py [--models resnet50,vit_b_16,bert,gpt2] [--device cpu] [--repeats 3]
+                                     [--backend passthrough|kiln]
 
 fp32 on the CPU and fp16 on CUDA, batch 1 (sequence 128 for the text models)."""
 
@@ -28,7 +30,7 @@ import time
 from compile_time import _build, _dtype, _dynamo_times
 
 
-def one(name: str, device: str, save: bool) -> dict:
+def one(name: str, device: str, save: bool, backend_name: str) -> dict:
     """The first call of `name` through the caching precompile, Dynamo's tracing and guard seconds in it,
     one eager call, and the first call's max abs diff against eager."""
     import torch
@@ -42,6 +44,8 @@ def one(name: str, device: str, save: bool) -> dict:
         PrecompileContext.record_artifact(EagerCacheArtifact(key=gm._backend_id, content=gm))
         return gm.forward
 
+    backend = passthrough if backend_name == "passthrough" else "kiln"
+
     def timed(call):  # seconds of call(), the device's work included
         start = time.perf_counter()
         result = call()
@@ -51,13 +55,12 @@ def one(name: str, device: str, save: bool) -> dict:
 
     model, inputs = _build(name, device)
     with torch.no_grad():
-        # Dynamo loaded by a tiny model through the same backend (kiln.memory_probe.warm_up compiles with kiln,
-        # which records no artifact, so the save would have an entry without its backend).
+        # Dynamo loaded by a tiny model through the same backend.
         tiny = torch.nn.Linear(8, 8).to(device, _dtype(device))
-        torch.compile(tiny, backend=passthrough)(torch.randn(2, 8, device=device, dtype=_dtype(device)))
+        torch.compile(tiny, backend=backend)(torch.randn(2, 8, device=device, dtype=_dtype(device)))
         before = _dynamo_times()
         # torch.compile itself is timed: with the cache on, wrapping the model is where its entry is loaded.
-        got, first = timed(lambda: torch.compile(model, backend=passthrough)(*inputs))
+        got, first = timed(lambda: torch.compile(model, backend=backend)(*inputs))
         after = _dynamo_times()
         want, run = timed(lambda: model(*inputs))
     diff = max((float((g - w).abs().max()) for g, w in zip(pytree.tree_leaves(got), pytree.tree_leaves(want))
@@ -77,11 +80,12 @@ def main() -> None:
     parser.add_argument("--models", default="resnet50,vit_b_16,bert,gpt2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backend", choices=["passthrough", "kiln"], default="passthrough")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child process: one model, JSON on stdout
     parser.add_argument("--save", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.device, args.save)), flush=True)
+        print(json.dumps(one(args.one, args.device, args.save, args.backend)), flush=True)
         return
     models = args.models.split(",")
     runs: dict = {(m, c): [] for m in models for c in ("cold", "warm")}
@@ -89,9 +93,11 @@ def main() -> None:
     for _ in range(args.repeats):
         for m in models:
             with tempfile.TemporaryDirectory(prefix="kiln-precompile-") as cache:
-                env = dict(os.environ, TORCH_CACHING_PRECOMPILE="1", TORCHINDUCTOR_CACHE_DIR=cache)
+                env = dict(os.environ, TORCH_CACHING_PRECOMPILE="1", TORCHINDUCTOR_CACHE_DIR=cache,
+                           KILN_CACHE_DIR=os.path.join(cache, "kiln"))
                 for column, extra in (("cold", ["--save"]), ("warm", [])):
-                    child = [sys.executable, __file__, "--one", m, "--device", args.device, *extra]
+                    child = [sys.executable, __file__, "--one", m, "--device", args.device, "--backend", args.backend,
+                             *extra]
                     out = subprocess.run(child, capture_output=True, text=True, cwd=os.path.dirname(__file__) or ".",
                                          env=env)
                     if out.returncode:  # torch's precompile is experimental: a model it fails on is a finding
@@ -100,7 +106,8 @@ def main() -> None:
                     runs[(m, column)].append(json.loads(out.stdout.strip().splitlines()[-1]))
     import torch
 
-    print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, median of {args.repeats} process pairs")
+    print(f"torch {torch.__version__}, {args.device}, {os.cpu_count()} CPUs, {args.backend} backend, median of "
+          f"{args.repeats} process pairs")
     print("| model | first call cold s | first call warm s | Dynamo's tracing s (cold / warm) | guards s (cold / warm) "
           "| run s | max abs diff (warm) |")
     print("|---|---|---|---|---|---|---|")

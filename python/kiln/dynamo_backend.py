@@ -5,7 +5,8 @@ Dynamo's graph becomes a core ATen inference graph (in one trace by
 kiln.aten_capture where it can, kept by kiln.capture_cache for the next
 compile of the same graph; else through aot_autograd), is partitioned
 into kiln regions and PyTorch fallback nodes, and each region is
-compiled into a kiln Executable. Inference only: when autograd would need to
+compiled into a kiln Executable. With torch's caching precompile on, the
+captured graph is also recorded as kiln's artifact (kiln.precompile). Inference only: when autograd would need to
 record the graph (grad enabled and an input requiring grad) kiln warns once
 and runs the graph in eager mode, so training code still works unchanged."""
 
@@ -52,6 +53,10 @@ def _weight_name(node) -> str:
     return re.sub(r"^L\['(?:self|fn)'\]\.?|^L\['([^']*)'\]", lambda m: m.group(1) or "", name) or node.name
 
 
+def warn_grad() -> None:
+    warnings.warn(_GRAD_WARNING, stacklevel=3)
+
+
 def _device_of(example_inputs, options: Options) -> torch.device:
     if options.device is not None:
         return torch.device(options.device)
@@ -66,11 +71,12 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
     opts = Options.from_user(options, **kwargs)
     needs_grad = any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
     if torch.is_grad_enabled() and needs_grad:
-        warnings.warn(_GRAD_WARNING, stacklevel=2)
+        warn_grad()
         return gm.forward
 
     from torch._dynamo.backends.common import aot_autograd
 
+    from kiln import precompile
     from kiln.capture_cache import capture
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -79,10 +85,12 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
     # The real weights, held weakly, for the weight registry (the captured graph sees fake ones).
     weight_refs = [(weakref.ref(t), _weight_name(n)) if w and isinstance(t, torch.Tensor) else None
                    for n, t, w in zip(placeholders, example_inputs, weight_flags)]
-    compiler = functools.partial(_compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
+    compiler = functools.partial(compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
                                  weight_refs=weight_refs)
     aten, why = capture(gm, example_inputs)
     if aten is not None:
+        names = [_weight_name(n) if w else n.name for n, w in zip(placeholders, weight_flags)]
+        precompile.record(gm, aten, why, weight_flags, names, device, opts)
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
     return aot_autograd(fw_compiler=boxed, decompositions=decomposition_table())(gm, example_inputs)
@@ -95,7 +103,7 @@ def _boxed(compiler, gm: torch.fx.GraphModule, example_inputs):
     return make_boxed_func(compiler(gm))
 
 
-def _compile_aten(gm: torch.fx.GraphModule, *, weight_flags, device, options, reports, weight_refs, capture):
+def compile_aten(gm: torch.fx.GraphModule, *, weight_flags, device, options, reports, weight_refs, capture):
     """A core ATen graph, inputs in Dynamo's order, to the function that runs it; `capture` says how the
     graph was captured, for the report."""
     from kiln.compile_fx import compile_fx_graph

@@ -70,6 +70,10 @@ class Options:
         opts._validate()
         return opts
 
+    def as_dict(self) -> dict:
+        """The options as from_user takes them back."""
+        return dataclasses.asdict(self)
+
     def _validate(self) -> None:
         if self.device is not None and self.device.split(":")[0] not in ("cpu", "cuda"):
             raise ValueError(f"kiln option device={self.device!r}: expected 'cpu', 'cuda', 'cuda:N' or None")

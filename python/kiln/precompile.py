@@ -1,0 +1,109 @@
+"""kiln's entry in torch's caching precompile (torch._dynamo.config.caching_precompile, or
+TORCH_CACHING_PRECOMPILE=1; experimental in torch). With it on, torch.compiler.save_cache_artifacts()
+saves Dynamo's bytecode and guards for each compiled function, plus each backend's artifact, and a later
+process's torch.compile of the same code loads them instead of tracing again. Dynamo's tracing is most of
+a warm first call (docs/benchmarks.md), so this is the one way to skip it.
+
+kiln's artifact is the captured core-ATen graph (kiln.graph_serial's JSON, as in kiln.capture_cache),
+which inputs are weights and their names, the device and kiln's options: never a weight's value. The
+loading process compiles that graph on its first call, with the weights it is called with, so the
+weight registry, folds and donation work as after a trace. A graph kiln did not capture itself (the
+aot_autograd path) records no artifact, and torch then bypasses that entry (it traces as usual).
+An artifact of another format, torch version or kiln source (kiln.capture_key's stamp) compiles nothing: it raises, and torch
+logs "Failed to load entry from dynamo cache" and traces again."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import weakref
+
+import torch
+
+from kiln import graph_serial
+from kiln.capture_key import _versions as versions
+from kiln.options import Options
+
+log = logging.getLogger("kiln")
+
+FORMAT = "kiln-precompile-1"
+
+
+def enabled() -> bool:
+    return bool(getattr(torch._dynamo.config, "caching_precompile", False))
+
+
+def record(gm: torch.fx.GraphModule, aten: torch.fx.GraphModule, capture: str, weight_flags: list[bool],
+           weight_names: list[str], device: torch.device, options: Options) -> None:
+    """Records kiln's artifact for Dynamo graph `gm` (compiled from `aten`) when the caching precompile is on."""
+    key = getattr(gm, "_backend_id", None)
+    if not enabled() or key is None:
+        return
+    try:
+        from torch._dynamo.precompile_context import PrecompileContext
+
+        data = graph_serial.to_data(aten)
+    except Exception as error:  # noqa: BLE001 - no artifact: torch bypasses the entry and traces next time
+        log.debug("kiln: no precompile artifact for %s: %s: %s", key, type(error).__name__, error)
+        return
+    if data is None:
+        log.debug("kiln: no precompile artifact for %s: the captured graph has no data form", key)
+        return
+    payload = {"format": FORMAT, "versions": versions(), "graph": data, "capture": capture, "weights": weight_flags,
+               "names": weight_names, "device": str(device), "options": options.as_dict()}
+    PrecompileContext.record_artifact(KilnCacheArtifact(key=key, content=json.dumps(payload)))
+
+
+def _artifact_base():
+    from torch._dynamo.precompile_context import BackendCacheArtifact
+
+    return BackendCacheArtifact
+
+
+class KilnCacheArtifact(_artifact_base()):
+    """What torch's precompile cache keeps for one kiln-compiled graph (the payload's JSON text)."""
+
+    def after_deserialization(self):
+        payload = json.loads(self.content)
+        if payload.get("format") != FORMAT:
+            raise RuntimeError(f"kiln precompile artifact of format {payload.get('format')!r}, expected {FORMAT!r}")
+        if payload.get("versions") != versions():
+            raise RuntimeError(f"kiln precompile artifact saved by {payload.get('versions')!r}, this process runs "
+                               f"{versions()!r}")
+        return PrecompiledGraph(payload)
+
+
+class PrecompiledGraph:
+    """The compiled function torch installs for a loaded artifact: compiles on the first call, then runs."""
+
+    def __init__(self, payload: dict) -> None:
+        self._payload = payload
+        self._compiled = None
+        self._lock = threading.Lock()  # two threads' first calls compile once
+
+    def __call__(self, *args):
+        if self._compiled is None:
+            if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+                from kiln.dynamo_backend import warn_grad
+
+                warn_grad()  # as a trace would: inference only, so this call runs the graph in torch
+                return graph_serial.from_data(self._payload["graph"])(*args)
+            with self._lock:
+                if self._compiled is None:
+                    self._compiled = self._compile(args)
+        return self._compiled(*args)
+
+    def _compile(self, args):
+        from kiln.dynamo_backend import compile_aten
+
+        p = self._payload
+        flags, names = p["weights"], p["names"]
+        if len(flags) != len(args):
+            raise RuntimeError(f"kiln precompile artifact expects {len(flags)} inputs, the call passed {len(args)}")
+        weight_refs = [(weakref.ref(a), name) if w and isinstance(a, torch.Tensor) else None
+                       for a, w, name in zip(args, flags, names)]
+        aten = graph_serial.from_data(p["graph"])
+        options = Options.from_user(p["options"])
+        return compile_aten(aten, weight_flags=flags, device=torch.device(p["device"]), options=options, reports=None,
+                            weight_refs=weight_refs, capture=f"{p['capture']}, from torch's precompile cache")
