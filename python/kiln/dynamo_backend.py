@@ -6,9 +6,10 @@ kiln.aten_capture where it can, kept by kiln.capture_cache for the next
 compile of the same graph; else through aot_autograd), is partitioned
 into kiln regions and PyTorch fallback nodes, and each region is
 compiled into a kiln Executable. With torch's caching precompile on, the
-captured graph is also recorded as kiln's artifact (kiln.precompile). Inference only: when autograd would need to
-record the graph (grad enabled and an input requiring grad) kiln warns once
-and runs the graph in eager mode, so training code still works unchanged."""
+captured graph is also recorded as kiln's artifact (kiln.precompile).
+Inference only: when autograd would need to record the graph (grad enabled
+and an input requiring grad) kiln warns once and runs the graph in eager
+mode, so training code still works unchanged."""
 
 from __future__ import annotations
 
@@ -76,7 +77,6 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
 
     from torch._dynamo.backends.common import aot_autograd
 
-    from kiln import precompile
     from kiln.capture_cache import capture
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -89,8 +89,11 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
                                  weight_refs=weight_refs)
     aten, why = capture(gm, example_inputs)
     if aten is not None:
-        names = [_weight_name(n) if w else n.name for n, w in zip(placeholders, weight_flags)]
-        precompile.record(gm, aten, why, weight_flags, names, device, opts)
+        if getattr(torch._dynamo.config, "caching_precompile", False):  # (kiln.precompile needs torch's module)
+            from kiln import precompile
+
+            names = [_weight_name(n) if w else n.name for n, w in zip(placeholders, weight_flags)]
+            precompile.record(gm, aten, why, weight_flags, names, device, opts)
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
     return aot_autograd(fw_compiler=boxed, decompositions=decomposition_table())(gm, example_inputs)

@@ -9,8 +9,9 @@ which inputs are weights and their names, the device and kiln's options: never a
 loading process compiles that graph on its first call, with the weights it is called with, so the
 weight registry, folds and donation work as after a trace. A graph kiln did not capture itself (the
 aot_autograd path) records no artifact, and torch then bypasses that entry (it traces as usual).
-An artifact of another format, torch version or kiln source (kiln.capture_key's stamp) compiles nothing: it raises, and torch
-logs "Failed to load entry from dynamo cache" and traces again."""
+An artifact of another format, torch version or kiln source (kiln.capture_key's stamp) compiles
+nothing: it raises RuntimeError, and torch logs "Failed to load entry from dynamo cache" and traces
+again."""
 
 from __future__ import annotations
 

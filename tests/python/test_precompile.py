@@ -47,11 +47,13 @@ CHILD = textwrap.dedent('''
         model.fc1.weight.mul_(2)
         got2, want2 = compiled(x), model(x)
     from torch._dynamo.precompile_context import PrecompileContext
-    artifacts = PrecompileContext._backend_artifacts_by_key.values()
+    artifact_chars = sum(len(a.content) for a in PrecompileContext._backend_artifacts_by_key.values())
     if save:
         torch.compiler.save_cache_artifacts()
-    print(json.dumps({"artifact_chars": sum(len(a.content) for a in artifacts),
-                      "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),"diff": float((got - want).abs().max()), "diff_after_update": float((got2 - want2).abs().max()),
+    print(json.dumps({"artifact_chars": artifact_chars,
+                      "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+                      "diff": float((got - want).abs().max()),
+                      "diff_after_update": float((got2 - want2).abs().max()),
                       "dynamo_graphs": counters["stats"]["unique_graphs"],
                       "kiln_graphs": len(kiln.memory_report().traces)}))
 ''')
