@@ -81,22 +81,26 @@ def kiln_backend(gm: torch.fx.GraphModule, example_inputs, options=None, reports
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     weight_flags = [_is_weight(n, t) for n, t in zip(placeholders, example_inputs)]
+    names = [_weight_name(n) if w else n.name for n, w in zip(placeholders, weight_flags)]
     device = _device_of(example_inputs, opts)
-    # The real weights, held weakly, for the weight registry (the captured graph sees fake ones).
-    weight_refs = [(weakref.ref(t), _weight_name(n)) if w and isinstance(t, torch.Tensor) else None
-                   for n, t, w in zip(placeholders, example_inputs, weight_flags)]
     compiler = functools.partial(compile_aten, weight_flags=weight_flags, device=device, options=opts, reports=reports,
-                                 weight_refs=weight_refs)
+                                 weight_refs=weight_refs(example_inputs, weight_flags, names))
     aten, why = capture(gm, example_inputs)
     if aten is not None:
         if getattr(torch._dynamo.config, "caching_precompile", False):  # (kiln.precompile needs torch's module)
             from kiln import precompile
 
-            names = [_weight_name(n) if w else n.name for n, w in zip(placeholders, weight_flags)]
             precompile.record(gm, aten, why, weight_flags, names, device, opts)
         return compiler(aten, capture=why)
     boxed = functools.partial(_boxed, functools.partial(compiler, capture=f"aot_autograd ({why})"))
     return aot_autograd(fw_compiler=boxed, decompositions=decomposition_table())(gm, example_inputs)
+
+
+def weight_refs(inputs, weight_flags, names) -> list:
+    """The real weights among `inputs`, held weakly with their names, for the weight registry (a captured graph
+    sees fake ones); None for the other inputs."""
+    return [(weakref.ref(t), name) if w and isinstance(t, torch.Tensor) else None
+            for t, w, name in zip(inputs, weight_flags, names)]
 
 
 def _boxed(compiler, gm: torch.fx.GraphModule, example_inputs):

@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import weakref
 
 import torch
+from torch._dynamo.precompile_context import BackendCacheArtifact, PrecompileContext
 
 from kiln import graph_serial
 from kiln.capture_key import _versions as versions
@@ -31,19 +31,14 @@ log = logging.getLogger("kiln")
 FORMAT = "kiln-precompile-1"
 
 
-def enabled() -> bool:
-    return bool(getattr(torch._dynamo.config, "caching_precompile", False))
-
-
 def record(gm: torch.fx.GraphModule, aten: torch.fx.GraphModule, capture: str, weight_flags: list[bool],
            weight_names: list[str], device: torch.device, options: Options) -> None:
-    """Records kiln's artifact for Dynamo graph `gm` (compiled from `aten`) when the caching precompile is on."""
+    """Records kiln's artifact for Dynamo graph `gm` (compiled from `aten`); kiln.dynamo_backend calls it when the
+    caching precompile is on."""
     key = getattr(gm, "_backend_id", None)
-    if not enabled() or key is None:
+    if key is None:
         return
     try:
-        from torch._dynamo.precompile_context import PrecompileContext
-
         data = graph_serial.to_data(aten)
     except Exception as error:  # noqa: BLE001 - no artifact: torch bypasses the entry and traces next time
         log.debug("kiln: no precompile artifact for %s: %s: %s", key, type(error).__name__, error)
@@ -56,13 +51,7 @@ def record(gm: torch.fx.GraphModule, aten: torch.fx.GraphModule, capture: str, w
     PrecompileContext.record_artifact(KilnCacheArtifact(key=key, content=json.dumps(payload)))
 
 
-def _artifact_base():
-    from torch._dynamo.precompile_context import BackendCacheArtifact
-
-    return BackendCacheArtifact
-
-
-class KilnCacheArtifact(_artifact_base()):
+class KilnCacheArtifact(BackendCacheArtifact):
     """What torch's precompile cache keeps for one kiln-compiled graph (the payload's JSON text)."""
 
     def after_deserialization(self):
@@ -81,6 +70,7 @@ class PrecompiledGraph:
     def __init__(self, payload: dict) -> None:
         self._payload = payload
         self._compiled = None
+        self._eager = None  # the graph run in torch, for calls that need autograd
         self._lock = threading.Lock()  # two threads' first calls compile once
 
     def __call__(self, *args):
@@ -89,22 +79,23 @@ class PrecompiledGraph:
                 from kiln.dynamo_backend import warn_grad
 
                 warn_grad()  # as a trace would: inference only, so this call runs the graph in torch
-                return graph_serial.from_data(self._payload["graph"])(*args)
+                if self._eager is None:
+                    self._eager = graph_serial.from_data(self._payload["graph"])
+                return self._eager(*args)
             with self._lock:
                 if self._compiled is None:
                     self._compiled = self._compile(args)
         return self._compiled(*args)
 
     def _compile(self, args):
-        from kiln.dynamo_backend import compile_aten
+        from kiln.dynamo_backend import compile_aten, weight_refs
 
         p = self._payload
-        flags, names = p["weights"], p["names"]
+        flags = p["weights"]
         if len(flags) != len(args):
             raise RuntimeError(f"kiln precompile artifact expects {len(flags)} inputs, the call passed {len(args)}")
-        weight_refs = [(weakref.ref(a), name) if w and isinstance(a, torch.Tensor) else None
-                       for a, w, name in zip(args, flags, names)]
         aten = graph_serial.from_data(p["graph"])
         options = Options.from_user(p["options"])
         return compile_aten(aten, weight_flags=flags, device=torch.device(p["device"]), options=options, reports=None,
-                            weight_refs=weight_refs, capture=f"{p['capture']}, from torch's precompile cache")
+                            weight_refs=weight_refs(args, flags, p["names"]),
+                            capture=f"{p['capture']}, from torch's precompile cache")
