@@ -9,9 +9,10 @@ which inputs are weights and their names, the device and kiln's options: never a
 loading process compiles that graph on its first call, with the weights it is called with, so the
 weight registry, folds and donation work as after a trace. A graph kiln did not capture itself (the
 aot_autograd path) records no artifact, and torch then bypasses that entry (it traces as usual).
-An artifact of another format, torch version or kiln source (kiln.capture_key's stamp) compiles
-nothing: it raises RuntimeError, and torch logs "Failed to load entry from dynamo cache" and traces
-again."""
+An artifact saved by another torch or kiln (kiln.capture_key's stamp) is still compiled: its graph is
+the model's. One of another format raises RuntimeError at the load; torch logs "Failed to load entry
+from dynamo cache", and in torch 2.14.1 its fallback then stops with "CompilePackage is already
+initialized" (torch's, not kiln's: delete the cache folder)."""
 
 from __future__ import annotations
 
@@ -59,8 +60,11 @@ class KilnCacheArtifact(BackendCacheArtifact):
         if payload.get("format") != FORMAT:
             raise RuntimeError(f"kiln precompile artifact of format {payload.get('format')!r}, expected {FORMAT!r}")
         if payload.get("versions") != versions():
-            raise RuntimeError(f"kiln precompile artifact saved by {payload.get('versions')!r}, this process runs "
-                               f"{versions()!r}")
+            # Still the model's core-ATen graph, which this kiln compiles as it would a fresh capture. Refusing it
+            # would not make torch trace again: torch 2.14.1's fallback then stops ("CompilePackage is already
+            # initialized"), so a cache from before a kiln upgrade would stop the user's program.
+            log.info("kiln: precompile artifact saved by %r, compiled by %r", payload.get("versions"), versions())
+        graph_serial.from_data(payload["graph"])  # a graph that does not read back fails here, at the load
         return PrecompiledGraph(payload)
 
 

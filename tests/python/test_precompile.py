@@ -90,9 +90,17 @@ def _artifact(**changes):
     return KilnCacheArtifact(key="__compiled_fn_1", content=json.dumps(payload))
 
 
-def test_an_artifact_of_another_kiln_or_format_is_refused_by_name():
-    with pytest.raises(RuntimeError, match="saved by 'torch 0.0 kiln 123'"):
-        _artifact(versions="torch 0.0 kiln 123").after_deserialization()
+def test_an_artifact_of_another_kiln_still_compiles_and_another_format_is_refused_by_name():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from kiln import graph_serial
+
+    aten = make_fx(lambda x, w: torch.ops.aten.mm.default(x, w))(torch.randn(2, 4), torch.randn(4, 4))
+    loaded = _artifact(versions="torch 0.0 kiln 123", graph=graph_serial.to_data(aten), weights=[False, True],
+                       names=["x", "weight"]).after_deserialization()
+    x, w = torch.randn(2, 4), torch.randn(4, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x, w), x @ w)
     with pytest.raises(RuntimeError, match="format 'other'"):
         _artifact(format="other").after_deserialization()
 
