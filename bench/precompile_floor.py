@@ -71,8 +71,13 @@ def one(name: str, device: str, save: bool, backend_name: str) -> dict:
     def spent(key):
         return after.get(key, 0.0) - before.get(key, 0.0)
 
-    return {"first call": first, "dynamo": spent("bytecode_tracing"), "guards": spent("build_guards"), "run": run,
-            "diff": diff}
+    result = {"first call": first, "dynamo": spent("bytecode_tracing"), "guards": spent("build_guards"), "run": run,
+              "diff": diff}
+    if backend_name == "kiln":  # kiln's own stages of the first call, and what torch took around them
+        from run_one import kiln_stage_seconds
+
+        result["stages"] = kiln_stage_seconds(first)
+    return result
 
 
 def main() -> None:
@@ -124,6 +129,13 @@ def main() -> None:
               f"{med('cold', 'dynamo'):.2f} / {med('warm', 'dynamo'):.2f} | "
               f"{med('cold', 'guards'):.2f} / {med('warm', 'guards'):.2f} | {med('warm', 'run'):.2f} | "
               f"{max(r['diff'] for r in runs[(m, 'warm')]):.1e} |")
+    for m in models:
+        for column in ("cold", "warm"):
+            stages = [r["stages"] for r in runs[(m, column)] if "stages" in r]
+            if stages:
+                names = sorted({n for s in stages for n in s}, key=lambda n: -statistics.median(s.get(n, 0.0) for s in stages))
+                print(f"{m} {column}, kiln's stages (s, median): " + ", ".join(
+                    f"{n} {statistics.median(s.get(n, 0.0) for s in stages):.3f}" for n in names))
 
 
 if __name__ == "__main__":
