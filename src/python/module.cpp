@@ -31,6 +31,7 @@
 #include "runtime/allocator.h"
 #include "runtime/artifact_writer.h"
 #include "runtime/executable.h"
+#include "runtime/support_cache.h"
 #include "support/error.h"
 
 namespace nb = nanobind;
@@ -396,13 +397,14 @@ NB_MODULE(_kiln, m) {
       .def("unsupported_since",
            [](PyGraph& g, size_t first, const std::string& device) -> std::optional<std::string> {
              // Why `device`'s backend cannot run a node added at position >= first
-             // (views need no kernel); None when it can run them all.
+             // (views need no kernel); None when it can run them all. Asked per node kind
+             // (runtime/support_cache.h): on CUDA a backend answers by lowering the node.
              const Backend& backend = backend_for(parse_device(device));
              std::vector<Node*> nodes = g.graph->nodes();
              for (size_t i = first; i < nodes.size(); ++i) {
                if (nodes[i]->op->has(kView)) continue;
                std::string why;
-               if (!backend.supports(*nodes[i], &why)) return why;
+               if (!supports_cached(backend, *nodes[i], &why)) return why;
              }
              return std::nullopt;
            },
