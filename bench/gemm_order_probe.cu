@@ -59,6 +59,20 @@ __device__ __forceinline__ void ldsm_x4(uint32_t* r, const void* smem) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(sa));
 }
 
+// One 64-wide K tile into the warp's accumulators, k16 steps in ascending order: A from the swizzled
+// W tile in shared memory (ldmatrix x4 gives a0 rows 0-7 k 0-7, a1 rows 8-15 k 0-7, a2 rows 0-7 k 8-15,
+// a3 rows 8-15 k 8-15; `arow` is this lane's row), B from x's row of this lane's group (`dx`).
+__device__ __forceinline__ void tile_product(float* c, const __half* dw, const __half* dx, int arow, int lane, int t) {
+#pragma unroll
+  for (int kk = 0; kk < kTileK; kk += 16) {
+    uint32_t a[4];
+    int ch = (kk >> 3) + (lane >> 4);
+    ldsm_x4(a, dw + arow * kTileK + ((ch ^ (arow & 7)) << 3));
+    uint32_t b[2] = {ld32(dx + kk + 2 * t), ld32(dx + kk + 2 * t + 8)};
+    mma16816(c, a, b);
+  }
+}
+
 template <int STAGES>
 __device__ __forceinline__ void split_k_body(const __half* __restrict__ W, const __half* __restrict__ x,
                                             float* __restrict__ ws, unsigned* __restrict__ counters,
@@ -100,17 +114,9 @@ __device__ __forceinline__ void split_k_body(const __half* __restrict__ W, const
     cp_commit();
     const __half* dw = sw + (tile % STAGES) * kRows * kTileK;
     const __half* dx = sx + (tile % STAGES) * 8 * kXPad + g * kXPad;
-#pragma unroll
-    for (int kk = 0; kk < kTileK; kk += 16) {
-      uint32_t a[4];
-      int ch = (kk >> 3) + (lane >> 4);
-      ldsm_x4(a, dw + arow * kTileK + ((ch ^ (arow & 7)) << 3));
-      uint32_t b[2] = {ld32(dx + kk + 2 * t), ld32(dx + kk + 2 * t + 8)};
-      mma16816(c, a, b);
-    }
+    tile_product(c, dw, dx, arow, lane, t);
   }
   cp_wait<0>();
-  // ldmatrix x4 gives a0 (rows 0-7, k 0-7), a1 (rows 8-15, k 0-7), a2 (rows 0-7, k 8-15), a3 (rows 8-15, k 8-15).
   int m0 = 2 * t, nr = n0 + warp * 16 + g;
   float* p = ws + (size_t)s * M * N;
   if (m0 < M) { p[(size_t)m0 * N + nr] = c[0]; p[(size_t)m0 * N + nr + 8] = c[2]; }
@@ -178,14 +184,7 @@ __device__ __forceinline__ void rows16_body(const __half* __restrict__ W, const 
     cp_commit();
     const __half* dw = sw + (tile % D) * 16 * kTileK;
     const __half* dx = sx + (tile % D) * 8 * kXPad + g * kXPad;
-#pragma unroll
-    for (int kk = 0; kk < kTileK; kk += 16) {
-      uint32_t a[4];
-      int ch = (kk >> 3) + (lane >> 4);
-      ldsm_x4(a, dw + arow * kTileK + ((ch ^ (arow & 7)) << 3));
-      uint32_t b[2] = {ld32(dx + kk + 2 * t), ld32(dx + kk + 2 * t + 8)};
-      mma16816(c, a, b);
-    }
+    tile_product(c, dw, dx, arow, lane, t);
     __syncwarp();
   }
   cp_wait<0>();
