@@ -13,8 +13,21 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, const uint
 
 __device__ __forceinline__ uint32_t ld32(const __half* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-// grid (N/16, S), block 32. mode 0: split s covers a contiguous K/S range;
-// mode 1: K tiles of width `tile` go round-robin to splits. part[s][m][n].
+// The split that K tile `i` (of `tiles`) belongs to. mode 1: round-robin; mode 2: contiguous runs of
+// ceil(tiles / S) tiles (the last split shorter); mode 3: contiguous runs as even as can be, the first
+// tiles % S splits one tile longer.
+__device__ __forceinline__ int split_of_tile(int i, int tiles, int S, int mode) {
+  if (mode == 1) return i % S;
+  if (mode == 2) {
+    int run = (tiles + S - 1) / S;
+    return i / run;
+  }
+  int q = tiles / S, r = tiles % S, boundary = r * (q + 1);
+  return i < boundary ? i / (q + 1) : r + (i - boundary) / q;
+}
+
+// grid (N/16, S), block 32. mode 0: split s covers a contiguous K/S range; modes 1-3: K tiles of
+// width `tile` dealt to splits by split_of_tile. part[s][m][n].
 extern "C" __global__ void probe_partials(const __half* W, const __half* x, float* part, int N, int K, int M,
                                           int S, int mode, int tile) {
   int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
@@ -24,7 +37,7 @@ extern "C" __global__ void probe_partials(const __half* W, const __half* x, floa
   const __half* r8 = W + (size_t)(n0 + g + 8) * K;
   const __half* xr = x + (size_t)g * K;
   for (int k = 0; k < K; k += 16) {
-    bool mine = mode == 0 ? (k / (K / S)) == s : ((k / tile) % S) == s;
+    bool mine = mode == 0 ? (k / (K / S)) == s : split_of_tile(k / tile, K / tile, S, mode) == s;
     if (!mine) continue;
     uint32_t a[4] = {ld32(r0 + k + 2 * t), ld32(r8 + k + 2 * t), ld32(r0 + k + 2 * t + 8), ld32(r8 + k + 2 * t + 8)};
     uint32_t b[2] = {0u, 0u};

@@ -2,11 +2,15 @@
 that order run the stack (groundwork for issue 4's "Linear stack at or under 0.85 ms with a max abs diff of 0":
 a faster kernel only keeps the diff at 0 if it sums in cuBLAS's order).
 
-1. The kernels torch's F.linear runs for x [batch, width] and W [width, width] (torch.profiler).
-2. Orders: for each split S of K (contiguous ranges, or 64-to-512-wide tiles dealt round-robin) the partial
+1. The kernels torch's F.linear runs for x [batch, width] and W [width, width] (torch.profiler), and
+   cuBLASLt's heuristic picks for the same product as kiln asks for them (bench/cublaslt_choice.py): each one's
+   split-K number, reduction scheme, tile, stages and cluster shape, and whether its result equals F.linear's.
+2. Orders: for each split S of K (contiguous ranges, 64-to-512-wide tiles dealt round-robin, or contiguous runs
+   of whole tiles when they do not divide evenly) the partial
    sums on tensor cores (mma.sync m16n8k16, each split's k16 steps in ascending order into one f32
-   accumulator), then four ways of adding the partials (f32 in order, f32 as a tree, fp16 in order, the
-   partials rounded to fp16 then added in f32). Printed: the candidates whose result equals F.linear's bit for
+   accumulator; the tiles' splits as in gemm_order_probe.cu's split_of_tile), then ways of adding the
+   partials (f32 in order, f32 as a tree, fp16 in order, the partials rounded to fp16 then added in f32, and
+   in groups of 2 or 4 first). Printed: the candidates whose result equals F.linear's bit for
    bit, on two kinds of data (the benchmark's default init, and N(0, 1) values).
 3. Speed: the stack of `--layers` products (CUDA graphs, median by CUDA events) for torch and for two kernel
    kinds of gemm_order_probe.cu: a split-K kernel (S = 2, 4, 8) and one warp per 16 rows summing all of K in
@@ -27,6 +31,8 @@ import tempfile
 
 import torch
 import torch.nn.functional as F
+
+import cublaslt_choice
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -79,8 +85,26 @@ def additions(partials: torch.Tensor) -> dict[str, torch.Tensor]:
     rounded_first = halves[0].float()
     for h in halves[1:]:
         rounded_first = rounded_first + h.float()
-    return {"f32 in order": in_order.half(), "f32 tree": tree[0].half(), "fp16 in order": fp16_in_order,
-            "fp16 partials, f32 in order": rounded_first.half()}
+    found = {"f32 in order": in_order.half(), "f32 tree": tree[0].half(), "fp16 in order": fp16_in_order,
+             "fp16 partials, f32 in order": rounded_first.half()}
+    S = partials.shape[0]
+    for G in (2, 4):  # two levels (a cluster's splits first, say): groups of G, then the groups, each in order
+        if S % G or S == G:
+            continue
+        for how, members in (("consecutive", lambda g: range(g * G, g * G + G)),
+                             ("strided", lambda g: range(g, S, S // G))):
+            groups = []
+            for g in range(S // G):
+                idx = list(members(g))
+                total = partials[idx[0]].clone()
+                for i in idx[1:]:
+                    total = total + partials[i]
+                groups.append(total)
+            total = groups[0]
+            for group in groups[1:]:
+                total = total + group
+            found[f"f32 in {how} groups of {G}, then in order"] = total.half()
+    return found
 
 
 def orders(kernels: Kernels, W: torch.Tensor, x: torch.Tensor) -> list[tuple[int, str, str, int]]:
@@ -91,7 +115,13 @@ def orders(kernels: Kernels, W: torch.Tensor, x: torch.Tensor) -> list[tuple[int
     found = []
     for S in (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 64, 128):
         layouts = [("contiguous", 0, 0)] if K % (S * 16) == 0 else []
-        layouts += [(f"{tile}-wide tiles round-robin", 1, tile) for tile in (64, 128, 256, 512) if K // tile >= S]
+        for tile in (64, 128, 256, 512):
+            if K // tile < S:
+                continue
+            layouts.append((f"{tile}-wide tiles round-robin", 1, tile))
+            if (K // tile) % S:  # uneven: the two ways of cutting contiguous runs of whole tiles
+                layouts.append((f"runs of ceil(tiles/S) {tile}-wide tiles", 2, tile))
+                layouts.append((f"even runs of {tile}-wide tiles, the first longer", 3, tile))
         for layout, mode, tile in layouts:
             partials = torch.empty(S, M, N, device=x.device, dtype=torch.float32)
             kernels.launch(probe, (N // 16, S), 32, 0, [W, x, partials, N, K, M, S, mode, tile])
@@ -155,6 +185,12 @@ def main() -> None:
         print("torch's kernels:", ", ".join(sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})))
 
         data = {"default init": (W, x), "N(0, 1)": (torch.randn(N, K, device=dev).half(), torch.randn(M, K, device=dev).half())}
+        picks = {name: cublaslt_choice.choices(Wd, xd) for name, (Wd, xd) in data.items()}
+        print("cuBLASLt's heuristic, as kiln asks it (first pick first):")
+        for i, pick in enumerate(picks["default init"]):
+            same = ", ".join(f"{name} {int((p[i]['result'] != F.linear(*reversed(data[name]))).sum())} differ"
+                             for name, p in picks.items() if i < len(p))
+            print(f"  {i}: {pick['config']}, workspace {pick['workspace']} B; against F.linear: {same}")
         for name, (Wd, xd) in data.items():
             found = orders(kernels, Wd, xd)
             exact = [f for f in found if f[0] == 0]
