@@ -64,17 +64,17 @@ class KilnCacheArtifact(BackendCacheArtifact):
             # would not make torch trace again: torch 2.14.1's fallback then stops ("CompilePackage is already
             # initialized"), so a cache from before a kiln upgrade would stop the user's program.
             log.info("kiln: precompile artifact saved by %r, compiled by %r", payload.get("versions"), versions())
-        graph_serial.from_data(payload["graph"])  # a graph that does not read back fails here, at the load
-        return PrecompiledGraph(payload)
+        graph = graph_serial.from_data(payload["graph"])  # a graph that does not read back fails here, at the load
+        return PrecompiledGraph(payload, graph)
 
 
 class PrecompiledGraph:
     """The compiled function torch installs for a loaded artifact: compiles on the first call, then runs."""
 
-    def __init__(self, payload: dict) -> None:
+    def __init__(self, payload: dict, graph: torch.fx.GraphModule) -> None:
         self._payload = payload
+        self._graph = graph  # the captured graph: compiled on the first call, run in torch before for autograd
         self._compiled = None
-        self._eager = None  # the graph run in torch, for calls that need autograd
         self._lock = threading.Lock()  # two threads' first calls compile once
 
     def __call__(self, *args):
@@ -83,9 +83,7 @@ class PrecompiledGraph:
                 from kiln.dynamo_backend import warn_grad
 
                 warn_grad()  # as a trace would: inference only, so this call runs the graph in torch
-                if self._eager is None:
-                    self._eager = graph_serial.from_data(self._payload["graph"])
-                return self._eager(*args)
+                return self._graph(*args)
             with self._lock:
                 if self._compiled is None:
                     self._compiled = self._compile(args)
@@ -98,8 +96,7 @@ class PrecompiledGraph:
         flags = p["weights"]
         if len(flags) != len(args):
             raise RuntimeError(f"kiln precompile artifact expects {len(flags)} inputs, the call passed {len(args)}")
-        aten = graph_serial.from_data(p["graph"])
         options = Options.from_user(p["options"])
-        return compile_aten(aten, weight_flags=flags, device=torch.device(p["device"]), options=options, reports=None,
-                            weight_refs=weight_refs(args, flags, p["names"]),
+        return compile_aten(self._graph, weight_flags=flags, device=torch.device(p["device"]), options=options,
+                            reports=None, weight_refs=weight_refs(args, flags, p["names"]),
                             capture=f"{p['capture']}, from torch's precompile cache")

@@ -22,7 +22,7 @@ std::optional<std::string> kind_key(const Backend& backend, const Node& node) {
   if (node.body) return std::nullopt;
   std::ostringstream key;
   const Device device = backend.device();
-  key << to_string(device) << ':' << device.index << '|' << node.op->name << '(';
+  key << static_cast<int>(device.kind) << ':' << device.index << '|' << node.op->name << '(';
   for (const Value* v : node.inputs) {
     key << static_cast<int>(v->kind) << ':' << to_string(v->type);
     if (v->kind == ValueKind::literal) {
