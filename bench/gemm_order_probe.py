@@ -23,51 +23,13 @@ Needs an sm_90 GPU and nvcc (the kernels are built into a temporary folder)."""
 from __future__ import annotations
 
 import argparse
-import ctypes
-import os
-import shutil
-import subprocess
 import tempfile
 
 import torch
 import torch.nn.functional as F
 
 import cublaslt_choice
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class Kernels:
-    """gemm_order_probe.cu built by nvcc and loaded through the driver API into torch's context."""
-
-    def __init__(self, folder: str) -> None:
-        torch.zeros(1, device="cuda")  # torch's context, current on this thread, for the module
-        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-        cubin = os.path.join(folder, "gemm_order_probe.cubin")
-        subprocess.run([nvcc, "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3",
-                        os.path.join(HERE, "gemm_order_probe.cu"), "-o", cubin], check=True)
-        self.cu = ctypes.CDLL("libcuda.so.1")
-        self.cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        self.module = ctypes.c_void_p()
-        self._check(self.cu.cuModuleLoad(ctypes.byref(self.module), cubin.encode()), "cuModuleLoad")
-
-    def _check(self, rc: int, what: str) -> None:
-        if rc != 0:
-            raise RuntimeError(f"{what} failed with CUDA driver error {rc}")
-
-    def function(self, name: str, smem: int = 0) -> ctypes.c_void_p:
-        f = ctypes.c_void_p()
-        self._check(self.cu.cuModuleGetFunction(ctypes.byref(f), self.module, name.encode()), name)
-        if smem > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            self._check(self.cu.cuFuncSetAttribute(f, 8, smem), f"{name}: {smem} bytes of shared memory")
-        return f
-
-    def launch(self, f, grid: tuple[int, int], block: int, smem: int, args: list) -> None:
-        values = [ctypes.c_void_p(a.data_ptr()) if isinstance(a, torch.Tensor) else ctypes.c_int(a) for a in args]
-        pointers = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        self._check(self.cu.cuLaunchKernel(f, grid[0], grid[1], 1, block, 1, 1, smem, stream, pointers, None),
-                    "cuLaunchKernel")
+from driver_kernels import Kernels, graphed, median_ms
 
 
 def additions(partials: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -130,32 +92,6 @@ def orders(kernels: Kernels, W: torch.Tensor, x: torch.Tensor) -> list[tuple[int
     return sorted(found)
 
 
-def median_ms(fn, reps: int = 30) -> float:
-    """Median milliseconds of fn() between CUDA events, after a warm-up."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
-
-
-def graphed(fn):
-    """fn captured once as a CUDA graph; returns its replay."""
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=8)
@@ -171,7 +107,7 @@ def main() -> None:
     dev = "cuda"
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory(prefix="kiln-gemm-probe-") as folder:
-        kernels = Kernels(folder)
+        kernels = Kernels(folder, "gemm_order_probe.cu")
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, x [{M}, {K}] W [{N}, {K}] fp16, "
               f"allow_fp16_reduced_precision_reduction={torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction}")
 
