@@ -30,7 +30,6 @@ import torch
 import torch.fx as fx
 
 from kiln.in_place import INPUT_MUTATION, functionalize_in_place, needs_functionalization
-from kiln.lazy_graph_module import lazy_graph_modules
 
 log = logging.getLogger("kiln")
 
@@ -81,8 +80,7 @@ def _trace(gm: fx.GraphModule, example_inputs, decompositions, plain: bool) -> t
     fakes = [fake_mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
     # The graph may switch grad mode (Dynamo records `with torch.enable_grad()` as calls): restored after,
     # an error midway included.
-    # Lazy modules: the graph is imported, not run, so its Python code is generated only if something reads it.
-    with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode, lazy_graph_modules():
+    with torch.set_grad_enabled(torch.is_grad_enabled()), enable_python_dispatcher(), fake_mode:
         if plain and not needs_functionalization(gm):
             graph = make_fx(_plain_forward(gm), decomposition_table=decompositions)(*fakes)
             why = functionalize_in_place(graph, decompositions)
