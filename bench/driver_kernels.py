@@ -1,5 +1,5 @@
 """A .cu file of bench/ built by nvcc for sm_90a and loaded through the CUDA driver API (ctypes) into torch's
-context, with the timing helpers the GPU probes share (bench/gemm_order_probe.py, bench/l2_prefetch_probe.py).
+context, with the helpers the GPU probes share (the Linear stack, timers) (bench/gemm_order_probe.py, bench/l2_prefetch_probe.py).
 No kiln build is needed: the probes run on a machine with torch, nvcc and an sm_90 GPU."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import shutil
 import subprocess
 
 import torch
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -72,3 +73,16 @@ def graphed(fn):
     with torch.cuda.graph(graph):
         fn()
     return graph.replay
+
+
+def default_init(n: int, k: int) -> torch.Tensor:
+    """An fp16 [n, k] weight on the GPU as nn.Linear initializes it (uniform in +-1/sqrt(k))."""
+    return ((torch.rand(n, k, device="cuda") * 2 - 1) * k ** -0.5).half()
+
+
+def linear_stack(x: torch.Tensor, layers: list) -> torch.Tensor:
+    """x through F.linear with each weight of `layers` in turn (torch's kernels)."""
+    h = x
+    for w in layers:
+        h = F.linear(h, w)
+    return h

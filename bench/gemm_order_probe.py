@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 import cublaslt_choice
-from driver_kernels import Kernels, graphed, median_ms
+from driver_kernels import Kernels, default_init, graphed, linear_stack, median_ms
 
 
 def additions(partials: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -111,10 +111,7 @@ def main() -> None:
         print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, x [{M}, {K}] W [{N}, {K}] fp16, "
               f"allow_fp16_reduced_precision_reduction={torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction}")
 
-        def default_init():
-            return ((torch.rand(N, K, device=dev) * 2 - 1) * K ** -0.5).half()
-
-        W, x = default_init(), torch.randn(M, K, device=dev).half()
+        W, x = default_init(N, K), torch.randn(M, K, device=dev).half()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             F.linear(x, W)
             torch.cuda.synchronize()
@@ -136,14 +133,11 @@ def main() -> None:
             for mismatches, S, layout, addition in shown[:12]:
                 print(f"  split {S}, {layout}, {addition}: {mismatches} of {M * N} outputs differ")
 
-        layers = [default_init() for _ in range(args.layers)]
+        layers = [default_init(N, K) for _ in range(args.layers)]
         outs = [torch.empty(M, N, device=dev, dtype=torch.half) for _ in layers]
 
         def eager():
-            h = x
-            for w in layers:
-                h = F.linear(h, w)
-            return h
+            return linear_stack(x, layers)
 
         want = eager()
         eager_ms = median_ms(graphed(eager))

@@ -30,7 +30,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from driver_kernels import Kernels, graphed, median_ms
+from driver_kernels import Kernels, default_init, graphed, linear_stack, median_ms
 
 PLACES = ("serial", "one ahead", "with its own")
 
@@ -55,15 +55,12 @@ def main() -> None:
         props = torch.cuda.get_device_properties(0)
         print(f"{props.name}, {props.multi_processor_count} SMs, L2 {props.L2_cache_size >> 20} MiB, torch "
               f"{torch.__version__}, x [{M}, {N}] through {L} x W [{N}, {N}] fp16")
-        layers = [((torch.rand(N, N, device=dev) * 2 - 1) * N ** -0.5).half() for _ in range(L)]
+        layers = [default_init(N, N) for _ in range(L)]
         x = torch.randn(M, N, device=dev).half()
         row_bytes = N * 2
 
         def plain():
-            h = x
-            for w in layers:
-                h = F.linear(h, w)
-            return h
+            return linear_stack(x, layers)
 
         want = plain()
         side = torch.cuda.Stream()
