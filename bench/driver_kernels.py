@@ -1,5 +1,6 @@
 """A .cu file of bench/ built by nvcc for sm_90a and loaded through the CUDA driver API (ctypes) into torch's
-context, with the helpers the GPU probes share (the Linear stack, timers) (bench/gemm_order_probe.py, bench/l2_prefetch_probe.py).
+context, and the helpers the GPU probes (bench/gemm_order_probe.py, bench/l2_prefetch_probe.py) share: the
+Linear stack and CUDA-event timers.
 No kiln build is needed: the probes run on a machine with torch, nvcc and an sm_90 GPU."""
 
 from __future__ import annotations

@@ -70,18 +70,23 @@ def main() -> None:
             def issue(w):
                 kernels.launch(prefetch, (8, 1), 256, 0, [w, row_bytes, N, parts, nbytes, evict_last])
 
+            def issue_on_side(w):
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    issue(w)
+
             def run():
                 h = x
                 for i, w in enumerate(layers):
-                    target = {"serial": w, "one ahead": layers[i + 1] if i + 1 < L else None, "with its own": w}[place]
-                    if place == "one ahead" and i == 0:
-                        issue(w)  # the first weight has no product before it to hide behind
-                    if target is not None and place == "serial":
-                        issue(target)
-                    elif target is not None:
-                        side.wait_stream(torch.cuda.current_stream())
-                        with torch.cuda.stream(side):
-                            issue(target)
+                    if place == "serial":
+                        issue(w)
+                    elif place == "with its own":
+                        issue_on_side(w)
+                    else:  # one ahead; the first weight has no product before it to hide behind
+                        if i == 0:
+                            issue(w)
+                        if i + 1 < L:
+                            issue_on_side(layers[i + 1])
                     h = F.linear(h, w)
                 torch.cuda.current_stream().wait_stream(side)
                 last[0] = h  # after capture: the graph's own output, which each replay rewrites
