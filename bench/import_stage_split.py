@@ -4,6 +4,7 @@ Python 3.12, cProfile under Dynamo gives nested counts that do not add up (docs/
 One benchmark model compiled by kiln in a fresh process, after a tiny model has loaded Dynamo and kiln
 (as in bench/compile_time.py). Prints each timed part's calls and seconds, and the import stage's total
 from kiln's stage trace. Parts nest (partition holds the node imports), so the column does not add up.
+Then the backend's support check (on CUDA it lowers each new kind of node) by ATen op, the costliest first.
 
     python bench/import_stage_split.py MODEL [--device cuda]
 
@@ -18,6 +19,8 @@ import time
 from compile_time import _build, _dtype
 
 SPENT: dict[str, list] = {}  # part -> [calls, seconds]
+BY_OP: dict[str, list] = {}  # ATen op -> [calls, seconds, the longest call] of the backend's support check
+CURRENT = [None]  # the ATen op whose node the import is adding (fx_import.aten_name's last answer)
 
 
 def timed(owner, name: str, label: str) -> None:
@@ -37,6 +40,37 @@ def timed(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def by_op(owner, name: str) -> None:
+    """Adds each call of owner.name (the backend's support check of the node just added) to BY_OP under the
+    ATen op that fx_import.aten_name named last."""
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent = time.perf_counter() - start
+            entry = BY_OP.setdefault(str(CURRENT[0]), [0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += spent
+            entry[2] = max(entry[2], spent)
+
+    setattr(owner, name, wrapper)
+
+
+def remember_op(fx_import) -> None:
+    original = fx_import.aten_name
+
+    @functools.wraps(original)
+    def wrapper(target):
+        CURRENT[0] = original(target)
+        return CURRENT[0]
+
+    fx_import.aten_name = wrapper
+
+
 def install() -> None:
     from kiln import _kiln, compile_fx, fx_import, partition
 
@@ -48,6 +82,8 @@ def install() -> None:
         timed(partition, name, f"fx_import.{name}")
     for name in ("schema_args", "_check_types", "_type_of", "aten_name"):
         timed(fx_import, name, f"fx_import.{name}")
+    remember_op(fx_import)
+    by_op(_kiln.Graph, "unsupported_since")
     for name in ("aten", "unsupported_since", "weight", "input", "set_outputs"):
         timed(_kiln.Graph, name, f"_kiln.Graph.{name}")
 
@@ -80,6 +116,11 @@ def main() -> None:
     print("|---|---|---|")
     for label, (calls, seconds) in sorted(SPENT.items(), key=lambda item: -item[1][1]):
         print(f"| {label} | {calls} | {seconds:.3f} |")
+    print("\nThe backend's support check (Graph.unsupported_since) by ATen op, the 12 costliest:")
+    print("| ATen op | calls | s | longest call s |")
+    print("|---|---|---|---|")
+    for op, (calls, seconds, longest) in sorted(BY_OP.items(), key=lambda item: -item[1][1])[:12]:
+        print(f"| {op} | {calls} | {seconds:.3f} | {longest:.4f} |")
 
 
 if __name__ == "__main__":

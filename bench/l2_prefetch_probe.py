@@ -88,7 +88,8 @@ def main() -> None:
                         if i + 1 < L:
                             issue_on_side(layers[i + 1])
                     h = F.linear(h, w)
-                torch.cuda.current_stream().wait_stream(side)
+                if place != "serial":  # (joining a side stream that the capture never forked is an error)
+                    torch.cuda.current_stream().wait_stream(side)
                 last[0] = h  # after capture: the graph's own output, which each replay rewrites
                 return h
 
