@@ -18,31 +18,22 @@ import time
 
 from compile_time import _build, _dtype
 
-SPENT: dict[str, list] = {}  # part -> [calls, seconds]
+SPENT: dict[str, list] = {}  # part -> [calls, seconds, the longest call]
 BY_OP: dict[str, list] = {}  # ATen op -> [calls, seconds, the longest call] of the backend's support check
 CURRENT = [None]  # the ATen op whose node the import is adding (fx_import.aten_name's last answer)
 
 
-def timed(owner, name: str, label: str) -> None:
-    """Replaces owner.name by a wrapper that adds its calls and wall seconds to SPENT[label]."""
-    original = getattr(owner, name)
-
-    @functools.wraps(original)
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            entry = SPENT.setdefault(label, [0, 0.0])
-            entry[0] += 1
-            entry[1] += time.perf_counter() - start
-
-    setattr(owner, name, wrapper)
+def _add(table: dict, key: str, spent: float) -> None:
+    """One call of `spent` seconds into table[key]: [calls, seconds, the longest call]."""
+    entry = table.setdefault(key, [0, 0.0, 0.0])
+    entry[0] += 1
+    entry[1] += spent
+    entry[2] = max(entry[2], spent)
 
 
-def by_op(owner, name: str) -> None:
-    """Adds each call of owner.name (the backend's support check of the node just added) to BY_OP under the
-    ATen op that fx_import.aten_name named last."""
+def timed(owner, name: str, label: str, op_table: dict | None = None) -> None:
+    """Replaces owner.name by a wrapper that adds its calls and wall seconds to SPENT[label], and to
+    op_table under the ATen op that fx_import.aten_name named last when op_table is given."""
     original = getattr(owner, name)
 
     @functools.wraps(original)
@@ -52,10 +43,9 @@ def by_op(owner, name: str) -> None:
             return original(*args, **kwargs)
         finally:
             spent = time.perf_counter() - start
-            entry = BY_OP.setdefault(str(CURRENT[0]), [0, 0.0, 0.0])
-            entry[0] += 1
-            entry[1] += spent
-            entry[2] = max(entry[2], spent)
+            _add(SPENT, label, spent)
+            if op_table is not None:
+                _add(op_table, str(CURRENT[0]), spent)
 
     setattr(owner, name, wrapper)
 
@@ -83,9 +73,8 @@ def install() -> None:
     for name in ("schema_args", "_check_types", "_type_of", "aten_name"):
         timed(fx_import, name, f"fx_import.{name}")
     remember_op(fx_import)
-    by_op(_kiln.Graph, "unsupported_since")
     for name in ("aten", "unsupported_since", "weight", "input", "set_outputs"):
-        timed(_kiln.Graph, name, f"_kiln.Graph.{name}")
+        timed(_kiln.Graph, name, f"_kiln.Graph.{name}", BY_OP if name == "unsupported_since" else None)
 
 
 def main() -> None:
@@ -114,7 +103,7 @@ def main() -> None:
           f"over {len(imports)} graph(s)")
     print("| part | calls | s |")
     print("|---|---|---|")
-    for label, (calls, seconds) in sorted(SPENT.items(), key=lambda item: -item[1][1]):
+    for label, (calls, seconds, _) in sorted(SPENT.items(), key=lambda item: -item[1][1]):
         print(f"| {label} | {calls} | {seconds:.3f} |")
     print("\nThe backend's support check (Graph.unsupported_since) by ATen op, the 12 costliest:")
     print("| ATen op | calls | s | longest call s |")
