@@ -51,6 +51,7 @@ def timed(owner, name: str, label: str, op_table: dict | None = None) -> None:
 
 
 def remember_op(fx_import) -> None:
+    """Wraps fx_import.aten_name so that CURRENT holds the ATen op of the node being imported."""
     original = fx_import.aten_name
 
     @functools.wraps(original)
