@@ -4,7 +4,8 @@ Python 3.12, cProfile under Dynamo gives nested counts that do not add up (docs/
 One benchmark model compiled by kiln in a fresh process, after a tiny model has loaded Dynamo and kiln
 (as in bench/compile_time.py). Prints each timed part's calls and seconds, and the import stage's total
 from kiln's stage trace. Parts nest (partition holds the node imports), so the column does not add up.
-Then the backend's support check (on CUDA it lowers each new kind of node) by ATen op, the costliest first.
+Then the backend's support check (on CUDA it lowers each new kind of node) by ATen op, the costliest first,
+with how many of its checks asked the backend rather than kiln's support cache (_kiln.support_cache_stats).
 
     python bench/import_stage_split.py MODEL [--device cuda]
 
@@ -19,25 +20,36 @@ import time
 from compile_time import _build, _dtype
 
 SPENT: dict[str, list] = {}  # part -> [calls, seconds, the longest call]
-BY_OP: dict[str, list] = {}  # ATen op -> [calls, seconds, the longest call] of the backend's support check
+BY_OP: dict[str, list] = {}  # ATen op -> [calls, seconds, the longest call, backend asks] of the support check
 CURRENT = [None]  # the ATen op whose node the import is adding (fx_import.aten_name's last answer)
 
 
-def _add(table: dict, key: str, spent: float) -> None:
-    """One call of `spent` seconds into table[key]: [calls, seconds, the longest call]."""
-    entry = table.setdefault(key, [0, 0.0, 0.0])
+def _add(table: dict, key: str, spent: float, asks: int = 0) -> None:
+    """One call of `spent` seconds into table[key]: [calls, seconds, the longest call, backend asks]."""
+    entry = table.setdefault(key, [0, 0.0, 0.0, 0])
     entry[0] += 1
     entry[1] += spent
     entry[2] = max(entry[2], spent)
+    entry[3] += asks
+
+
+def _asks() -> int:
+    """How often a support check has asked a backend itself (not answered from kiln's support cache)."""
+    from kiln import _kiln
+
+    stats = _kiln.support_cache_stats()
+    return stats["asked"] + stats["uncacheable"]
 
 
 def timed(owner, name: str, label: str, op_table: dict | None = None) -> None:
     """Replaces owner.name by a wrapper that adds its calls and wall seconds to SPENT[label], and to
-    op_table under the ATen op that fx_import.aten_name named last when op_table is given."""
+    op_table under the ATen op that fx_import.aten_name named last when op_table is given, with how often
+    the call asked a backend (_asks)."""
     original = getattr(owner, name)
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
+        asks = _asks() if op_table is not None else 0
         start = time.perf_counter()
         try:
             return original(*args, **kwargs)
@@ -45,7 +57,7 @@ def timed(owner, name: str, label: str, op_table: dict | None = None) -> None:
             spent = time.perf_counter() - start
             _add(SPENT, label, spent)
             if op_table is not None:
-                _add(op_table, str(CURRENT[0]), spent)
+                _add(op_table, str(CURRENT[0]), spent, _asks() - asks)
 
     setattr(owner, name, wrapper)
 
@@ -104,13 +116,16 @@ def main() -> None:
           f"over {len(imports)} graph(s)")
     print("| part | calls | s |")
     print("|---|---|---|")
-    for label, (calls, seconds, _) in sorted(SPENT.items(), key=lambda item: -item[1][1]):
+    for label, (calls, seconds, *_) in sorted(SPENT.items(), key=lambda item: -item[1][1]):
         print(f"| {label} | {calls} | {seconds:.3f} |")
-    print("\nThe backend's support check (Graph.unsupported_since) by ATen op, the 12 costliest:")
-    print("| ATen op | calls | s | longest call s |")
-    print("|---|---|---|---|")
-    for op, (calls, seconds, longest) in sorted(BY_OP.items(), key=lambda item: -item[1][1])[:12]:
-        print(f"| {op} | {calls} | {seconds:.3f} | {longest:.4f} |")
+    print("\nThe backend's support check (Graph.unsupported_since) by ATen op, the 12 costliest; 'asked' counts")
+    print("the checks of kiln nodes that went to the backend, the rest came from kiln's support cache:")
+    print("| ATen op | calls | asked | s | longest call s |")
+    print("|---|---|---|---|---|")
+    for op, (calls, seconds, longest, asks) in sorted(BY_OP.items(), key=lambda item: -item[1][1])[:12]:
+        print(f"| {op} | {calls} | {asks} | {seconds:.3f} | {longest:.4f} |")
+    asks = sum(entry[3] for entry in BY_OP.values())
+    print(f"all ops: {sum(entry[0] for entry in BY_OP.values())} calls, {asks} asked the backend")
 
 
 if __name__ == "__main__":

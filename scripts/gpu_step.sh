@@ -26,6 +26,8 @@
 #   bash scripts/gpu_step.sh zoo fp16|bf16  # bench/zoo_gpu.py, one dtype per call (docs/models.md)
 #   bash scripts/gpu_step.sh soak           # bench/soak.py --device cuda (docs/reliability.md)
 #   bash scripts/gpu_step.sh pick K [R]     # pytest tests/python -k K, and ctest -R R (a short call)
+#   bash scripts/gpu_step.sh probes         # bench/l2_prefetch_probe.py, then bench/import_stage_split.py for
+#                                           # vit_b_16, bert and resnet50 on cuda (run 23's open questions)
 #   bash scripts/gpu_step.sh py FILE [ARG...] # a Python script of the tree (a diagnostic), output in $OUT/py.log
 #   bash scripts/gpu_step.sh ncu REGEX FILE [ARG...] # ncu's counters for the first kernel matching REGEX that the
 #                                           # script launches, in $OUT/ncu_N.txt (N counts the calls of one command)
@@ -35,7 +37,7 @@ OUT="${OUT:-/tmp/kiln-out}"; mkdir -p "$OUT"
 export OUT
 LIBDIR=/tmp/kiln-debs/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH="$LIBDIR/openblas-pthread:$LIBDIR:${LD_LIBRARY_PATH:-}"
-step="${1:?usage: gpu_step.sh check|first|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|py FILE [ARG...]|ncu REGEX FILE [ARG...]}"
+step="${1:?usage: gpu_step.sh check|first|bench-1|bench-2|bench-3|quick W,W|profile W...|host W...|zoo fp16|bf16|soak|pick K [R]|probes|py FILE [ARG...]|ncu REGEX FILE [ARG...]}"
 shift
 
 ensure_built() {
@@ -106,6 +108,14 @@ case "$step" in
       ctest --test-dir "$ROOT/build/gpu" -j 16 -R "$2" > "$OUT/pick_ctest.log" 2>&1; echo "ctest rc=$?"
       tail -4 "$OUT/pick_ctest.log"
     fi ;;
+  probes)
+    ensure_built
+    (cd "$ROOT/bench" && python3 l2_prefetch_probe.py) > "$OUT/l2_prefetch.txt" 2>&1
+    echo "l2 prefetch probe rc=$?"; tail -30 "$OUT/l2_prefetch.txt"
+    for m in vit_b_16 bert resnet50; do
+      (cd "$ROOT/bench" && python3 import_stage_split.py "$m" --device cuda) > "$OUT/import_split_$m.txt" 2>&1
+      echo "import split $m rc=$?"; grep -v -i warn "$OUT/import_split_$m.txt" | tail -22
+    done ;;
   py)
     ensure_built
     (cd "$ROOT" && python3 "${1:?py needs a script}" "${@:2}") > "$OUT/py.log" 2>&1

@@ -429,6 +429,10 @@ NB_MODULE(_kiln, m) {
     std::string why;
     return cuda_available(&why) ? std::string() : why;
   });
+  m.def("support_cache_stats", [] {
+    const SupportCacheStats s = support_cache_stats();
+    return std::map<std::string, int64_t>{{"hits", s.hits}, {"asked", s.asked}, {"uncacheable", s.uncacheable}};
+  }, "How the backends' support checks were answered so far: from the cache (hits), by asking (asked, uncacheable).");
   m.def("has_aten", [](const std::string& t) { return find_aten_adapter(t) != nullptr; });
   m.def("op_names", [] {
     std::vector<std::string> names;

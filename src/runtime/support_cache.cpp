@@ -49,14 +49,34 @@ std::unordered_set<std::string>& supported_kinds() {
   return kinds;
 }
 
+SupportCacheStats& stats() {
+  static SupportCacheStats s;
+  return s;
+}
+
 }  // namespace
+
+SupportCacheStats support_cache_stats() {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  return stats();
+}
 
 bool supports_cached(const Backend& backend, const Node& node, std::string* reason) {
   std::optional<std::string> key = kind_key(backend, node);
-  if (!key) return backend.supports(node, reason);
+  if (!key) {
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex());
+      ++stats().uncacheable;
+    }
+    return backend.supports(node, reason);
+  }
   {
     std::lock_guard<std::mutex> lock(cache_mutex());
-    if (supported_kinds().count(*key)) return true;
+    if (supported_kinds().count(*key)) {
+      ++stats().hits;
+      return true;
+    }
+    ++stats().asked;
   }
   // Asked outside the lock (it may lower for milliseconds). Only "yes" is kept: a reason can name the node.
   if (!backend.supports(node, reason)) return false;

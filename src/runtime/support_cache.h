@@ -6,6 +6,7 @@
 // bytes), so a "yes" is kept under that key, process-wide and per device.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ir/graph.h"
@@ -18,5 +19,15 @@ namespace kiln {
 // kept (a reason may name the node); fused nodes (with a body) and nodes
 // reading large literals are not cached.
 bool supports_cached(const Backend& backend, const Node& node, std::string* reason);
+
+// How supports_cached has answered since the process started: from the cache,
+// by asking the backend for a cacheable kind, and by asking for a node that is
+// never cached. For benchmarks (bench/import_stage_split.py).
+struct SupportCacheStats {
+  int64_t hits = 0;
+  int64_t asked = 0;
+  int64_t uncacheable = 0;
+};
+SupportCacheStats support_cache_stats();
 
 }  // namespace kiln

@@ -1,7 +1,7 @@
 // supports_cached (runtime/support_cache.h): a node kind found supported is not
 // asked again on the same device; another type, attribute, value kind or
 // device is asked anew; an unsupported answer is asked every time, with its
-// reason; a fused node is never cached.
+// reason; a fused node is never cached; the stats count each kind of answer.
 #include <gtest/gtest.h>
 
 #include "ir/graph.h"
@@ -95,6 +95,24 @@ TEST(SupportCache, FusedNodesAreNotCached) {
   n->body = std::make_shared<Graph>();
   EXPECT_TRUE(supports_cached(backend, *n, nullptr));
   EXPECT_TRUE(supports_cached(backend, *n, nullptr));
+  EXPECT_EQ(backend.asked, 2);
+}
+
+TEST(SupportCache, StatsCountHitsAskedAndUncacheable) {
+  CountingBackend backend(106);
+  Graph g;
+  Value* x = g.add_input("x", f32({4, 8}));
+  const SupportCacheStats before = support_cache_stats();
+  EXPECT_TRUE(supports_cached(backend, *g.add_node(get_op("neg"), {x}), nullptr));  // asked
+  EXPECT_TRUE(supports_cached(backend, *g.add_node(get_op("neg"), {x}), nullptr));  // a hit
+  EXPECT_TRUE(supports_cached(backend, *g.add_node(get_op("neg"), {x}), nullptr));  // a hit
+  Node* fused = g.add_node(get_op("neg"), {x});
+  fused->body = std::make_shared<Graph>();
+  EXPECT_TRUE(supports_cached(backend, *fused, nullptr));  // never cached
+  const SupportCacheStats after = support_cache_stats();
+  EXPECT_EQ(after.asked - before.asked, 1);
+  EXPECT_EQ(after.hits - before.hits, 2);
+  EXPECT_EQ(after.uncacheable - before.uncacheable, 1);
   EXPECT_EQ(backend.asked, 2);
 }
 
